@@ -1,0 +1,55 @@
+// The one place where absl::Status and grpc::Status meet, and the standard
+// server set-up every rlvr gRPC server uses (health service, reflection,
+// message size limits, port 0 support).
+#ifndef RLVR_COMMON_GRPC_UTIL_H_
+#define RLVR_COMMON_GRPC_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace rlvr {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+struct GrpcServerOptions {
+  // "127.0.0.1:0" picks a free loopback port; pods use "0.0.0.0:PORT".
+  std::string address = "127.0.0.1:0";
+  // Largest message accepted, bytes.
+  int max_receive_bytes = 64 << 20;
+  // TLS: PEM file paths. Empty cert/key means plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Non-empty: require client certificates signed by this CA (mutual TLS).
+  std::string tls_client_ca_file;
+};
+
+// A started server with the health service and reflection registered.
+struct StartedServer {
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;  // The bound port.
+};
+
+// Builds and starts a server for `services` (not owned; must outlive the
+// server). Health (grpc.health.v1) starts as SERVING for the overall service
+// "" unless the caller changes it through server->GetHealthCheckService().
+absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
+                                              const std::vector<grpc::Service*>& services);
+
+// Plaintext or TLS client credentials; with TLS, `ca_file` verifies the server
+// and cert/key (optional) present a client certificate.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const std::string& ca_file, const std::string& cert_file, const std::string& key_file);
+
+// Reads a whole file; NotFound if it cannot be opened.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace rlvr
+
+#endif  // RLVR_COMMON_GRPC_UTIL_H_
