@@ -1,0 +1,36 @@
+// Held-out evaluation of a policy: greedy exact-match accuracy and pass@k.
+//
+// Thread safety: runs the model under NoGradGuard; no concurrent writer of
+// the weights. Uses the caller's torch thread setting. Torch-free header.
+#ifndef RLVR_COMMON_POLICY_EVALUATE_H_
+#define RLVR_COMMON_POLICY_EVALUATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/task.h"
+#include "common/tokenizer.h"
+
+namespace rlvr::policy {
+
+class Transformer;  // model.h
+
+struct EvalResult {
+  double greedy_accuracy = 0.0;  // Fraction of prompts whose greedy completion verifies.
+  double pass_at_k = 0.0;        // Fraction with >= 1 of k samples correct (0 if k == 0).
+  int prompts = 0;               // Prompts evaluated.
+  int k = 0;                     // k of pass@k.
+};
+
+// Greedy decoding (stop at EOS, max_new_tokens) and k samples per prompt at
+// `temperature` (seeded from `seed`, deterministic), scored with
+// task.Verify. k == 0 skips pass@k. Errors: a prompt the tokenizer cannot
+// encode, a torch error (as Internal).
+absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer, const Task& task,
+                                    const std::vector<Prompt>& prompts, int k, double temperature,
+                                    int max_new_tokens, uint64_t seed);
+
+}  // namespace rlvr::policy
+
+#endif  // RLVR_COMMON_POLICY_EVALUATE_H_

@@ -1,0 +1,49 @@
+// Weights as data: the full parameter set as one flat, versioned, checksummed
+// binary blob, used for checkpoints and for streaming weights to actors.
+//
+// Layout (little-endian): magic "RLVRWGT\0" (8 bytes), format version u32
+// (=1), policy version u64, tensor count u32, then per tensor: name length
+// u32, name bytes, dtype u8 (torch::ScalarType code), rank u32, dims i64 x
+// rank, data length u64, raw contiguous data; finally CRC-32 (common/
+// checksum.h) u32 over every preceding byte. Tensors appear in the model's
+// named_parameters() order.
+//
+// Thread safety: SerializeWeights reads the parameters (no concurrent writer
+// allowed); LoadWeights writes them (no concurrent reader or writer allowed).
+// This header is torch-free; Transformer is defined in model.h.
+#ifndef RLVR_COMMON_POLICY_WEIGHTS_H_
+#define RLVR_COMMON_POLICY_WEIGHTS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace rlvr::policy {
+
+class Transformer;  // model.h
+
+// The blob of `model`'s parameters tagged with `version`.
+std::string SerializeWeights(Transformer& model, uint64_t version);
+
+// Validates everything (magic, format version, length, checksum, the exact
+// set of names, dtypes and shapes) before touching the model; on any error
+// returns InvalidArgument/DataLoss with a clear message and the model is
+// untouched. On success copies the values in and sets *version_out (may be
+// null).
+absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* version_out);
+
+// The policy version of a blob after checking magic, format version and the
+// header length only (no checksum: cheap).
+absl::StatusOr<uint64_t> PeekWeightsVersion(absl::string_view blob);
+
+// File helpers. SaveWeightsFile creates parent directories and writes
+// atomically (temp file in the same directory, fsync, rename).
+absl::Status SaveWeightsFile(const std::string& path, Transformer& model, uint64_t version);
+absl::Status LoadWeightsFile(const std::string& path, Transformer& model, uint64_t* version_out);
+
+}  // namespace rlvr::policy
+
+#endif  // RLVR_COMMON_POLICY_WEIGHTS_H_
