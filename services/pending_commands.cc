@@ -15,7 +15,6 @@ int NotBuilt(const char* name) {
 
 int LearnerCommand(int, char**) { return NotBuilt("learner"); }
 int ActorCommand(int, char**) { return NotBuilt("actor"); }
-int RunCommand(int, char**) { return NotBuilt("run"); }
 int PretrainCommand(int, char**) { return NotBuilt("pretrain"); }
 int EvalCommand(int, char**) { return NotBuilt("eval"); }
 
