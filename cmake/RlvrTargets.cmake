@@ -14,7 +14,8 @@ endfunction()
 # LibTorch as a usage requirement: include dirs as SYSTEM, its ABI flags.
 add_library(rlvr_torch_deps INTERFACE)
 target_include_directories(rlvr_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
-target_link_libraries(rlvr_torch_deps INTERFACE ${TORCH_LIBRARIES})
+# Threads too: -pthread defines _REENTRANT, which must match between the PCH and its users.
+target_link_libraries(rlvr_torch_deps INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
 target_compile_options(rlvr_torch_deps INTERFACE ${RLVR_TORCH_CXX_FLAGS})
 
 # One precompiled LibTorch header, built once and reused by every target that
