@@ -1,0 +1,482 @@
+#include "learner/ingest.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <glog/logging.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "learner/rollout_validation.h"
+
+namespace rlvr::learner {
+namespace {
+constexpr size_t kClosedHistory = 1 << 17;
+}  // namespace
+
+Ingest::Ingest(IngestOptions options, std::vector<LeasePrompt> prompts, LearnerMetrics* metrics)
+    : options_(std::move(options)),
+      prompts_(std::move(prompts)),
+      metrics_(metrics),
+      cursor_(prompts_.size(), options_.seed) {
+  metrics_->buffer_capacity_groups->Set(options_.buffer_groups);
+}
+
+Ingest::~Ingest() { Stop(); }
+
+void Ingest::SetWakeCallback(std::function<void()> wake) { wake_ = std::move(wake); }
+
+void Ingest::Start() {
+  absl::MutexLock l(&thread_mu_);
+  if (expiry_thread_.joinable()) return;
+  thread_stop_ = false;
+  expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+}
+
+void Ingest::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stopped_ = true;
+    granting_ = false;
+    cv_.SignalAll();
+  }
+  std::thread t;
+  {
+    absl::MutexLock l(&thread_mu_);
+    thread_stop_ = true;
+    t = std::move(expiry_thread_);
+  }
+  if (t.joinable()) t.join();
+}
+
+void Ingest::ExpiryLoop() {
+  const absl::Duration poll = absl::Seconds(options_.expiry_poll_s);
+  while (true) {
+    {
+      absl::MutexLock l(&thread_mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(thread_mu_) { return thread_stop_; };
+      if (thread_mu_.AwaitWithTimeout(absl::Condition(&stop), poll)) return;
+    }
+    ExpireLeases(absl::Now());
+  }
+}
+
+void Ingest::Wake() {
+  if (wake_) wake_();
+}
+
+void Ingest::StopGranting() {
+  absl::MutexLock l(&mu_);
+  granting_ = false;
+}
+
+absl::StatusOr<uint64_t> Ingest::OpenSession(int capacity) {
+  if (capacity < 1) return absl::InvalidArgumentError("Hello.capacity must be >= 1");
+  absl::MutexLock l(&mu_);
+  if (stopped_) return absl::UnavailableError("learner is shutting down");
+  if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("learner serves at most ", options_.max_sessions, " sessions"));
+  }
+  uint64_t id = next_session_id_++;
+  sessions_[id] = Session{capacity, 0};
+  UpdateGaugesLocked();
+  return id;
+}
+
+void Ingest::CloseSession(uint64_t session) {
+  bool lost = false;
+  {
+    absl::MutexLock l(&mu_);
+    if (sessions_.erase(session) == 0) return;
+    std::vector<uint64_t> ids;
+    for (const auto& [id, lease] : leases_) {
+      if (lease.session == session) ids.push_back(id);
+    }
+    for (uint64_t id : ids) LoseLeaseLocked(id, Closed::kLost);
+    lost = !ids.empty();
+    UpdateGaugesLocked();
+  }
+  if (lost) Wake();
+}
+
+void Ingest::Return(uint64_t session, const std::vector<uint64_t>& lease_ids) {
+  bool lost = false;
+  {
+    absl::MutexLock l(&mu_);
+    for (uint64_t id : lease_ids) {
+      auto it = leases_.find(id);
+      if (it == leases_.end() || it->second.session != session) continue;
+      LoseLeaseLocked(id, Closed::kLost);
+      lost = true;
+    }
+    UpdateGaugesLocked();
+  }
+  if (lost) Wake();
+}
+
+std::vector<rlvr::v1::WorkLease> Ingest::Grant(uint64_t session) {
+  std::vector<rlvr::v1::WorkLease> out;
+  absl::MutexLock l(&mu_);
+  if (stopped_ || !granting_ || !published_) return out;
+  auto sit = sessions_.find(session);
+  if (sit == sessions_.end()) return out;
+  Session& s = sit->second;
+  const absl::Time now = absl::Now();
+  while (s.outstanding < s.capacity) {
+    CursorSlot slot;
+    WindowEntry* entry = nullptr;
+    if (SyncMode()) {
+      if (window_taken_) break;
+      for (WindowEntry& e : window_) {
+        if (e.lease_id == 0 && !e.group.has_value()) {
+          entry = &e;
+          break;
+        }
+      }
+      if (entry == nullptr) break;
+      slot = entry->slot;
+    } else {
+      if (static_cast<int64_t>(buffer_.size() + leases_.size()) >= options_.buffer_groups) break;
+      slot = cursor_.Take();
+    }
+    Lease lease;
+    lease.id = next_lease_id_++;
+    lease.session = session;
+    lease.slot = slot;
+    lease.deadline = now + absl::Seconds(options_.lease_timeout_s);
+    const uint64_t lag = options_.max_policy_lag;
+    lease.min_version = latest_version_ > lag ? latest_version_ - lag : 0;
+    if (entry != nullptr) entry->lease_id = lease.id;
+    leases_[lease.id] = lease;
+    ++s.outstanding;
+    ++granted_;
+    metrics_->leases_granted->Increment();
+
+    const LeasePrompt& p = prompts_[slot.prompt_index];
+    rlvr::v1::WorkLease& w = out.emplace_back();
+    w.set_lease_id(lease.id);
+    w.set_prompt_id(p.id);
+    for (int t : p.tokens) w.add_prompt_token_ids(t);
+    w.set_group_size(options_.group_size);
+    rlvr::v1::SamplingParams* sp = w.mutable_sampling();
+    sp->set_temperature(static_cast<float>(options_.sampling.temperature));
+    sp->set_top_k(options_.sampling.top_k);
+    sp->set_top_p(static_cast<float>(options_.sampling.top_p));
+    sp->set_max_new_tokens(options_.sampling.max_new_tokens);
+    sp->add_stop_token_ids(options_.eos_id);
+    sp->set_seed(PromptCursor::SlotSeed(options_.seed, slot.epoch, slot.prompt_index));
+    w.set_deadline_unix_ms(absl::ToUnixMillis(lease.deadline));
+    w.set_task(options_.task_name);
+    w.set_answer(p.answer);
+    w.set_min_policy_version(lease.min_version);
+  }
+  if (!out.empty()) UpdateGaugesLocked();
+  return out;
+}
+
+rlvr::v1::Ack Ingest::RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
+                                   std::string detail) {
+  rlvr::v1::Ack ack;
+  ack.set_lease_id(lease_id);
+  ack.set_accepted(false);
+  ack.set_reason(reason);
+  if (detail.size() > 256) detail.resize(256);
+  ack.set_detail(std::move(detail));
+  ++rejected_;
+  metrics_->Rejected(reason).Increment();
+  return ack;
+}
+
+rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                             size_t message_bytes) {
+  rlvr::v1::Ack ack;
+  bool wake = false;
+  {
+    absl::MutexLock l(&mu_);
+    const uint64_t id = group.lease_id();
+    auto it = leases_.find(id);
+    const bool live = it != leases_.end() && it->second.session == session;
+    if (stopped_) {
+      if (live) LoseLeaseLocked(id, Closed::kLost);
+      return RejectLocked(id, rlvr::v1::REJECT_REASON_UNAVAILABLE, "learner is shutting down");
+    }
+    if (static_cast<int64_t>(message_bytes) > options_.max_message_bytes) {
+      if (live) {
+        LoseLeaseLocked(id, Closed::kLost);
+        wake = true;
+      }
+      ack = RejectLocked(id, rlvr::v1::REJECT_REASON_OVERSIZE,
+                         absl::StrCat("message of ", message_bytes, " bytes exceeds ",
+                                      options_.max_message_bytes));
+    } else if (!live) {
+      auto cit = closed_.find(id);
+      if (cit != closed_.end() && cit->second == Closed::kAccepted) {
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_DUPLICATE,
+                           absl::StrCat("lease ", id, " was already answered"));
+      } else if (cit != closed_.end() && cit->second == Closed::kExpired) {
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_EXPIRED_LEASE,
+                           absl::StrCat("lease ", id, " expired and was re-queued"));
+      } else {
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_UNKNOWN_LEASE,
+                           absl::StrCat("lease ", id, " is not outstanding on this session"));
+      }
+    } else {
+      const Lease lease = it->second;
+      const LeasePrompt& p = prompts_[lease.slot.prompt_index];
+      const uint64_t lag = options_.max_policy_lag;
+      const uint64_t v = group.policy_version();
+      ValidationResult vr;
+      if (absl::Now() > lease.deadline) {
+        LoseLeaseLocked(id, Closed::kExpired);
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_EXPIRED_LEASE,
+                           absl::StrCat("lease ", id, " deadline passed"));
+        wake = true;
+      } else if (vr = ValidateGroupContent(group, GroupExpectations{p.id, options_.group_size,
+                                                                     options_.sampling.max_new_tokens,
+                                                                     options_.vocab_size});
+                 !vr.ok()) {
+        LoseLeaseLocked(id, Closed::kLost);
+        ack = RejectLocked(id, vr.reason, std::move(vr.detail));
+        wake = true;
+      } else if (v > latest_version_ || v < lease.min_version ||
+                 (latest_version_ > lag && v < latest_version_ - lag)) {
+        LoseLeaseLocked(id, Closed::kLost);
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_STALE_VERSION,
+                           absl::StrCat("version ", v, " outside [",
+                                        std::max<uint64_t>(lease.min_version,
+                                                           latest_version_ > lag
+                                                               ? latest_version_ - lag
+                                                               : 0),
+                                        ", ", latest_version_, "]"));
+        wake = true;
+      } else {
+        leases_.erase(id);
+        auto sit = sessions_.find(session);
+        if (sit != sessions_.end()) --sit->second.outstanding;
+        RecordClosedLocked(id, Closed::kAccepted);
+        TrainingGroup tg;
+        tg.slot = lease.slot;
+        Group& g = tg.group;
+        g.prompt_id = p.id;
+        g.prompt_index = lease.slot.prompt_index;
+        g.lease_id = id;
+        g.prompt = p.tokens;
+        g.policy_version = v;
+        g.rollouts.reserve(group.completions_size());
+        for (const auto& c : group.completions()) {
+          Rollout& r = g.rollouts.emplace_back();
+          r.tokens.assign(c.token_ids().begin(), c.token_ids().end());
+          r.behaviour_logprobs.assign(c.behaviour_logprobs().begin(),
+                                      c.behaviour_logprobs().end());
+          r.reward = c.reward();
+        }
+        if (SyncMode()) {
+          for (WindowEntry& e : window_) {
+            if (e.lease_id == id) {
+              e.group = std::move(g);
+              break;
+            }
+          }
+        } else {
+          buffer_.push_back(std::move(tg));
+        }
+        ++accepted_;
+        metrics_->groups_accepted->Increment();
+        ack.set_lease_id(id);
+        ack.set_accepted(true);
+        cv_.SignalAll();
+      }
+    }
+    UpdateGaugesLocked();
+  }
+  if (wake) Wake();
+  return ack;
+}
+
+void Ingest::RecordClosedLocked(uint64_t lease_id, Closed why) {
+  closed_[lease_id] = why;
+  while (closed_.size() > kClosedHistory) closed_.erase(closed_.begin());
+}
+
+void Ingest::RequeueLocked(const CursorSlot& slot) {
+  if (SyncMode()) {
+    for (WindowEntry& e : window_) {
+      if (e.slot == slot) {
+        e.lease_id = 0;
+        return;
+      }
+    }
+  }
+  cursor_.Requeue(slot);
+}
+
+void Ingest::LoseLeaseLocked(uint64_t lease_id, Closed why) {
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end()) return;
+  const Lease lease = it->second;
+  leases_.erase(it);
+  auto sit = sessions_.find(lease.session);
+  if (sit != sessions_.end()) --sit->second.outstanding;
+  RecordClosedLocked(lease_id, why);
+  RequeueLocked(lease.slot);
+  ++reissued_;
+  metrics_->leases_reissued->Increment();
+}
+
+void Ingest::ExpireLeases(absl::Time now) {
+  bool lost = false;
+  {
+    absl::MutexLock l(&mu_);
+    std::vector<uint64_t> ids;
+    for (const auto& [id, lease] : leases_) {
+      if (lease.deadline < now) ids.push_back(id);
+    }
+    for (uint64_t id : ids) {
+      LOG(INFO) << "lease " << id << " expired; prompt re-queued";
+      LoseLeaseLocked(id, Closed::kExpired);
+    }
+    lost = !ids.empty();
+    if (lost) UpdateGaugesLocked();
+  }
+  if (lost) Wake();
+}
+
+absl::StatusOr<std::vector<TrainingGroup>> Ingest::WaitForUpdate(
+    const std::function<bool()>& stop) {
+  const size_t need = options_.groups_per_update;
+  while (true) {
+    bool wake = false;
+    std::optional<std::vector<TrainingGroup>> taken;
+    {
+      absl::MutexLock l(&mu_);
+      if (stopped_) return absl::CancelledError("ingest stopped");
+      if (SyncMode()) {
+        bool ready = !window_taken_ && window_.size() == need;
+        for (const WindowEntry& e : window_) ready = ready && e.group.has_value();
+        if (ready) {
+          std::vector<WindowEntry*> sorted;
+          for (WindowEntry& e : window_) sorted.push_back(&e);
+          std::sort(sorted.begin(), sorted.end(),
+                    [](const WindowEntry* a, const WindowEntry* b) { return a->slot < b->slot; });
+          std::vector<TrainingGroup> out;
+          for (WindowEntry* e : sorted) {
+            metrics_->staleness_versions->Observe(
+                static_cast<double>(latest_version_ - e->group->policy_version));
+            out.push_back(TrainingGroup{std::move(*e->group), e->slot});
+          }
+          window_taken_ = true;
+          UpdateGaugesLocked();
+          return out;
+        }
+      } else {
+        const uint64_t lag = options_.max_policy_lag;
+        for (auto it = buffer_.begin(); it != buffer_.end();) {
+          if (it->group.policy_version + lag < latest_version_) {
+            metrics_->dropped_stale->Increment();
+            cursor_.Requeue(it->slot);
+            ++reissued_;
+            metrics_->leases_reissued->Increment();
+            it = buffer_.erase(it);
+            wake = true;
+          } else {
+            ++it;
+          }
+        }
+        if (buffer_.size() >= need) {
+          taken.emplace();
+          for (size_t i = 0; i < need; ++i) {
+            metrics_->staleness_versions->Observe(
+                static_cast<double>(latest_version_ - buffer_.front().group.policy_version));
+            taken->push_back(std::move(buffer_.front()));
+            buffer_.pop_front();
+          }
+          wake = true;  // Credits freed.
+        }
+        if (wake) UpdateGaugesLocked();
+      }
+      if (!wake) cv_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+    }
+    if (wake) Wake();
+    if (taken.has_value()) return std::move(*taken);
+    if (stop && stop()) return absl::CancelledError("stop requested");
+  }
+}
+
+void Ingest::CompleteUpdate(const std::vector<TrainingGroup>& groups) {
+  absl::MutexLock l(&mu_);
+  for (const TrainingGroup& g : groups) cursor_.MarkTrained(g.slot);
+}
+
+void Ingest::Publish(uint64_t version) {
+  {
+    absl::MutexLock l(&mu_);
+    if (published_ && version <= latest_version_) {
+      LOG(WARNING) << "Publish(" << version << ") does not advance " << latest_version_;
+    }
+    latest_version_ = std::max(latest_version_, version);
+    published_ = true;
+    if (SyncMode() && (window_.empty() || window_taken_)) {
+      window_.clear();
+      for (int i = 0; i < options_.groups_per_update; ++i) {
+        window_.push_back(WindowEntry{cursor_.Take(), 0, std::nullopt});
+      }
+      window_taken_ = false;
+    }
+    UpdateGaugesLocked();
+  }
+  Wake();
+}
+
+std::string Ingest::SerializeState() {
+  absl::MutexLock l(&mu_);
+  nlohmann::json j;
+  j["format"] = 1;
+  j["cursor"] = cursor_.Serialize();
+  j["next_lease_id"] = next_lease_id_;
+  return j.dump();
+}
+
+absl::Status Ingest::RestoreState(const std::string& state) {
+  absl::MutexLock l(&mu_);
+  try {
+    nlohmann::json j = nlohmann::json::parse(state);
+    if (j.at("format").get<int>() != 1) return absl::DataLossError("unknown ingest state format");
+    absl::Status st = cursor_.Restore(j.at("cursor").get<std::string>());
+    if (!st.ok()) return st;
+    next_lease_id_ = std::max<uint64_t>(next_lease_id_, j.at("next_lease_id").get<uint64_t>());
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("bad ingest state: ", e.what()));
+  }
+}
+
+void Ingest::UpdateGaugesLocked() {
+  metrics_->leases_outstanding->Set(static_cast<double>(leases_.size()));
+  metrics_->actors_connected->Set(static_cast<double>(sessions_.size()));
+  size_t buffered = buffer_.size();
+  if (SyncMode() && !window_taken_) {
+    buffered = 0;
+    for (const WindowEntry& e : window_) buffered += e.group.has_value() ? 1 : 0;
+  }
+  metrics_->buffer_groups->Set(static_cast<double>(buffered));
+}
+
+IngestSnapshot Ingest::Snapshot() {
+  absl::MutexLock l(&mu_);
+  IngestSnapshot s;
+  s.sessions = sessions_.size();
+  s.buffer_groups = static_cast<uint32_t>(metrics_->buffer_groups->Value());
+  s.buffer_capacity = options_.buffer_groups;
+  s.leases_outstanding = leases_.size();
+  s.groups_accepted = accepted_;
+  s.groups_rejected = rejected_;
+  s.leases_reissued = reissued_;
+  s.leases_granted = granted_;
+  s.latest_version = latest_version_;
+  s.epoch = cursor_.epoch();
+  s.cursor = cursor_.cursor();
+  return s;
+}
+
+}  // namespace rlvr::learner

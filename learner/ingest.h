@@ -1,0 +1,214 @@
+// Ingest: the learner's rank-0 work ledger. Owns the dataset cursor, the
+// leases, the credits, the rollout buffer and the synchronous-mode window.
+// Session reactors call OpenSession/Grant/Submit/Return/CloseSession; the
+// training loop calls WaitForUpdate/CompleteUpdate/Publish. A background
+// thread (Start/Stop) expires leases whose deadline passed.
+//
+// Accounting invariant: every handed-out cursor slot is in exactly one of
+// {leased, buffered, training, requeued}; a slot leaves the epoch only through
+// CompleteUpdate (trained, including groups the batcher drops as zero
+// variance). Lost leases (disconnect, return, deadline, rejected or stale
+// group) go back to the queue and count in leases_reissued.
+//
+// Modes: max_policy_lag == 0 is synchronous: each update trains exactly the
+// next groups_per_update slots of the cursor (its "window"), all sampled with
+// the newest version, in cursor order; leases for the next window are granted
+// only after Publish. max_policy_lag >= 1 is asynchronous: leases are granted
+// while buffered + outstanding < buffer_groups; groups older than
+// version - lag are rejected at submission or dropped (and re-queued) when
+// the trainer takes them.
+//
+// Thread safety: all methods are thread-safe. Methods never block except
+// WaitForUpdate. The wake callback is invoked without Ingest's lock held.
+#ifndef RLVR_LEARNER_INGEST_H_
+#define RLVR_LEARNER_INGEST_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/run_config.h"
+#include "learner/core/group.h"
+#include "learner/learner_metrics.h"
+#include "learner/prompt_cursor.h"
+#include "rlvr/v1/session.pb.h"
+
+namespace rlvr::learner {
+
+// One training prompt as leased to actors.
+struct LeasePrompt {
+  std::string id;               // Dataset id.
+  std::vector<int> tokens;      // BOS + Encode(text).
+  std::string answer;           // Reference answer for the verifier.
+};
+
+struct IngestOptions {
+  int group_size = 8;                 // G completions per lease.
+  SamplingConfig sampling;            // Copied into every lease.
+  int max_policy_lag = 1;             // 0 = synchronous mode.
+  int buffer_groups = 64;             // Credits: buffered + outstanding bound.
+  int groups_per_update = 32;         // Groups per update.
+  double lease_timeout_s = 60.0;      // Lease deadline from grant.
+  int64_t max_message_bytes = 16 << 20;  // Larger ActorMessages are rejected OVERSIZE.
+  int max_sessions = 256;             // Concurrent sessions.
+  uint64_t seed = 1;                  // Shuffle and sampling seeds.
+  std::string task_name = "arithmetic";  // Copied into leases.
+  int vocab_size = 1;                 // Token ids must be below this.
+  int eos_id = 0;                     // Stop token put in every lease.
+  double expiry_poll_s = 0.05;        // How often the expiry thread looks.
+};
+
+// Everything GetStatus needs from the ingest side.
+struct IngestSnapshot {
+  uint32_t sessions = 0;
+  uint32_t buffer_groups = 0;
+  uint32_t buffer_capacity = 0;
+  uint32_t leases_outstanding = 0;
+  uint64_t groups_accepted = 0;
+  uint64_t groups_rejected = 0;
+  uint64_t leases_reissued = 0;
+  uint64_t leases_granted = 0;
+  uint64_t latest_version = 0;
+  uint64_t epoch = 0;
+  uint64_t cursor = 0;
+};
+
+// A group handed to the trainer, with its cursor slot for CompleteUpdate.
+struct TrainingGroup {
+  Group group;
+  CursorSlot slot;
+};
+
+class Ingest {
+ public:
+  // `prompts` is the task's training split (non-empty); `metrics` must outlive
+  // this object.
+  Ingest(IngestOptions options, std::vector<LeasePrompt> prompts, LearnerMetrics* metrics);
+  ~Ingest();
+  Ingest(const Ingest&) = delete;
+  Ingest& operator=(const Ingest&) = delete;
+
+  // Starts / stops the lease-expiry thread. Stop also closes: no more leases,
+  // submissions answered UNAVAILABLE, WaitForUpdate returns Cancelled.
+  void Start();
+  void Stop();
+
+  // Called (without locks held) whenever credits may have become available,
+  // so that sessions ask Grant() again. Set before Start().
+  void SetWakeCallback(std::function<void()> wake);
+
+  // --- Sessions (called from gRPC reactors; never block) ---
+  // RESOURCE_EXHAUSTED beyond max_sessions, INVALID_ARGUMENT for capacity < 1.
+  absl::StatusOr<uint64_t> OpenSession(int capacity);
+  // Re-queues the session's outstanding leases. Idempotent.
+  void CloseSession(uint64_t session);
+  // As many new leases as the credits allow for this session.
+  std::vector<rlvr::v1::WorkLease> Grant(uint64_t session);
+  // Validates and buffers a group; returns the Ack. `message_bytes` is the
+  // ActorMessage size on the wire.
+  rlvr::v1::Ack Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                       size_t message_bytes);
+  // Leases given back by the actor.
+  void Return(uint64_t session, const std::vector<uint64_t>& lease_ids);
+  // Stops granting (shutdown drain); submissions are still accepted.
+  void StopGranting();
+
+  // --- Training loop (one thread) ---
+  // Blocks until groups_per_update groups are ready (synchronous: the whole
+  // window, in cursor order; asynchronous: the oldest buffered non-stale
+  // groups) or `stop()` returns true (checked every poll) or Stop() was
+  // called: then Cancelled.
+  absl::StatusOr<std::vector<TrainingGroup>> WaitForUpdate(const std::function<bool()>& stop);
+  // Marks the groups' slots trained.
+  void CompleteUpdate(const std::vector<TrainingGroup>& groups);
+  // A new version is available to actors: in synchronous mode this opens the
+  // next window. Versions must increase.
+  void Publish(uint64_t version);
+  // Expires leases whose deadline is before `now` (the thread calls this).
+  void ExpireLeases(absl::Time now);
+
+  // Opaque state for checkpoints: cursor + lease id counter. Leases and
+  // buffered groups at save time are re-issued after Restore.
+  std::string SerializeState();
+  // Call before any lease is granted.
+  absl::Status RestoreState(const std::string& state);
+
+  IngestSnapshot Snapshot();
+  const IngestOptions& options() const { return options_; }
+
+ private:
+  enum class Closed { kAccepted, kExpired, kLost };
+  struct Lease {
+    uint64_t id = 0;
+    uint64_t session = 0;
+    CursorSlot slot;
+    absl::Time deadline;
+    uint64_t min_version = 0;
+  };
+  struct Session {
+    int capacity = 1;
+    int outstanding = 0;
+  };
+  struct WindowEntry {
+    CursorSlot slot;
+    uint64_t lease_id = 0;            // 0 when not leased.
+    std::optional<Group> group;       // Set once accepted.
+  };
+
+  // Returns a slot to the queue (window entry or cursor).
+  void RequeueLocked(const CursorSlot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops a live lease and re-queues its slot.
+  void LoseLeaseLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordClosedLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  rlvr::v1::Ack RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
+                             std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool SyncMode() const { return options_.max_policy_lag == 0; }
+  void Wake();
+  void ExpiryLoop();
+
+  const IngestOptions options_;
+  const std::vector<LeasePrompt> prompts_;
+  LearnerMetrics* const metrics_;
+  std::function<void()> wake_;
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // Signalled when groups are accepted or on Stop.
+  PromptCursor cursor_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_session_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t latest_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool published_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool granting_ ABSL_GUARDED_BY(mu_) = true;
+  std::map<uint64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Lease> leases_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Closed> closed_ ABSL_GUARDED_BY(mu_);  // Bounded history.
+  // Asynchronous mode buffer, in acceptance order.
+  std::deque<TrainingGroup> buffer_ ABSL_GUARDED_BY(mu_);
+  // Synchronous mode window (empty until the first Publish).
+  std::vector<WindowEntry> window_ ABSL_GUARDED_BY(mu_);
+  bool window_taken_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t accepted_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rejected_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reissued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t granted_ ABSL_GUARDED_BY(mu_) = 0;
+
+  absl::Mutex thread_mu_;
+  bool thread_stop_ ABSL_GUARDED_BY(thread_mu_) = false;
+  std::thread expiry_thread_;
+};
+
+}  // namespace rlvr::learner
+
+#endif  // RLVR_LEARNER_INGEST_H_

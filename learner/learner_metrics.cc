@@ -1,0 +1,102 @@
+#include "learner/learner_metrics.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "common/metrics.h"
+#include "prometheus/family.h"
+
+namespace rlvr::learner {
+namespace {
+
+prometheus::Gauge* G(prometheus::Registry& r, const std::string& name, const std::string& help) {
+  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+}
+prometheus::Counter* C(prometheus::Registry& r, const std::string& name, const std::string& help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+}
+prometheus::Histogram* H(prometheus::Registry& r, const std::string& name, const std::string& help,
+                         std::vector<double> buckets) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(
+      {}, prometheus::Histogram::BucketBoundaries(std::move(buckets)));
+}
+
+}  // namespace
+
+std::string RejectReasonLabel(rlvr::v1::RejectReason reason) {
+  std::string name = rlvr::v1::RejectReason_Name(reason);
+  constexpr absl::string_view kPrefix = "REJECT_REASON_";
+  if (name.rfind(std::string(kPrefix), 0) == 0) name = name.substr(kPrefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : registry(reg) {
+  prometheus::Registry& r = *registry;
+  step = G(r, "rlvr_learner_step", "Learner updates completed.");
+  policy_version = G(r, "rlvr_learner_policy_version", "Newest published policy version.");
+  groups_accepted = C(r, "rlvr_learner_groups_accepted_total", "Groups accepted into the buffer.");
+  groups_rejected_family = &prometheus::BuildCounter()
+                                .Name("rlvr_learner_groups_rejected_total")
+                                .Help("Groups rejected at ingest, by reason.")
+                                .Register(r);
+  // Pre-create every reason so dashboards see zeros.
+  for (int i = rlvr::v1::RejectReason_MIN + 1; i <= rlvr::v1::RejectReason_MAX; ++i) {
+    if (rlvr::v1::RejectReason_IsValid(i)) Rejected(static_cast<rlvr::v1::RejectReason>(i));
+  }
+  auto& dropped = prometheus::BuildCounter()
+                      .Name("rlvr_learner_groups_dropped_total")
+                      .Help("Accepted groups not trained on, by reason.")
+                      .Register(r);
+  dropped_stale = &dropped.Add({{"reason", "stale"}});
+  dropped_zero_variance = &dropped.Add({{"reason", "zero_variance"}});
+  dropped_balance = &dropped.Add({{"reason", "balance"}});
+  dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
+  leases_granted = C(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
+  leases_reissued = C(r, "rlvr_learner_leases_reissued_total",
+                      "Leases whose prompt went back to the queue.");
+  leases_outstanding = G(r, "rlvr_learner_leases_outstanding", "Leases granted, not answered.");
+  actors_connected = G(r, "rlvr_learner_actors_connected", "Actor sessions open.");
+  buffer_groups = G(r, "rlvr_learner_buffer_groups", "Groups waiting in the rollout buffer.");
+  buffer_capacity_groups =
+      G(r, "rlvr_learner_buffer_capacity_groups", "Rollout buffer capacity, groups.");
+  std::vector<double> staleness_buckets;
+  for (int i = 0; i <= 16; ++i) staleness_buckets.push_back(i);
+  staleness_versions = H(r, "rlvr_learner_staleness_versions",
+                         "Versions between a trained group's policy and the learner's.",
+                         staleness_buckets);
+  step_seconds = H(r, "rlvr_learner_step_seconds", "Update wall time.", SecondsBuckets());
+  tokens_trained = C(r, "rlvr_learner_tokens_trained_total", "Completion tokens trained on.");
+  reward_mean = G(r, "rlvr_learner_reward_mean", "Last update: mean reward.");
+  accuracy = G(r, "rlvr_learner_accuracy", "Last update: fraction of rollouts with reward 1.");
+  heldout_accuracy = G(r, "rlvr_learner_heldout_accuracy", "Last held-out greedy accuracy.");
+  entropy = G(r, "rlvr_learner_entropy", "Last update: mean token entropy, nats.");
+  clip_fraction = G(r, "rlvr_learner_clip_fraction", "Last update: clipped fraction.");
+  ratio_mean = G(r, "rlvr_learner_ratio_mean", "Last update: mean ratio.");
+  ratio_max = G(r, "rlvr_learner_ratio_max", "Last update: max ratio.");
+  grad_norm = G(r, "rlvr_learner_grad_norm", "Last update: gradient norm before clipping.");
+  kl_behaviour_recomputed = G(r, "rlvr_learner_kl_behaviour_recomputed",
+                              "Last update: KL(behaviour || recomputed) per token.");
+  cancellation_residual =
+      G(r, "rlvr_learner_cancellation_residual", "Last update: cancellation residual.");
+  orthogonality_residual =
+      G(r, "rlvr_learner_orthogonality_residual", "Last update: |sum w A| residual.");
+  zero_variance_fraction =
+      G(r, "rlvr_learner_zero_variance_fraction", "Last update: zero-variance group fraction.");
+  positive_rollouts = G(r, "rlvr_learner_positive_rollouts", "Last update: positive rollouts.");
+  negative_rollouts = G(r, "rlvr_learner_negative_rollouts", "Last update: negative rollouts.");
+  weight_publish_seconds = H(r, "rlvr_learner_weight_publish_seconds",
+                             "Serialize + publish time of a version.", SecondsBuckets());
+  weight_publish_bytes = G(r, "rlvr_learner_weight_publish_bytes", "Size of the last blob.");
+  weight_watchers = G(r, "rlvr_learner_weight_watchers", "Open WatchWeights streams.");
+  last_step_timestamp_seconds =
+      G(r, "rlvr_learner_last_step_timestamp_seconds", "Unix time of the last update.");
+  checkpoint_seconds =
+      H(r, "rlvr_learner_checkpoint_seconds", "Checkpoint write time.", SecondsBuckets());
+  world_size = G(r, "rlvr_learner_world_size", "Data-parallel world size.");
+}
+
+prometheus::Counter& LearnerMetrics::Rejected(rlvr::v1::RejectReason reason) {
+  return groups_rejected_family->Add({{"reason", RejectReasonLabel(reason)}});
+}
+
+}  // namespace rlvr::learner

@@ -1,0 +1,67 @@
+#include "learner/rollout_validation.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvr::learner {
+namespace {
+
+ValidationResult Reject(rlvr::v1::RejectReason reason, std::string detail) {
+  if (detail.size() > 256) detail.resize(256);
+  return ValidationResult{reason, std::move(detail)};
+}
+
+}  // namespace
+
+ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
+                                      const GroupExpectations& expect) {
+  using rlvr::v1::RejectReason;
+  if (group.completions_size() != expect.group_size) {
+    return Reject(rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE,
+                  absl::StrCat(group.completions_size(), " completions, lease asks for ",
+                               expect.group_size));
+  }
+  if (group.prompt_id() != expect.prompt_id) {
+    return Reject(rlvr::v1::REJECT_REASON_LENGTH_MISMATCH,
+                  absl::StrCat("prompt_id '", group.prompt_id().substr(0, 64),
+                               "' differs from the lease's '", expect.prompt_id, "'"));
+  }
+  for (int c = 0; c < group.completions_size(); ++c) {
+    const rlvr::v1::Completion& comp = group.completions(c);
+    const int n = comp.token_ids_size();
+    if (n == 0 || n > expect.max_new_tokens || comp.behaviour_logprobs_size() != n) {
+      return Reject(rlvr::v1::REJECT_REASON_LENGTH_MISMATCH,
+                    absl::StrCat("completion ", c, ": ", n, " tokens, ",
+                                 comp.behaviour_logprobs_size(), " log-probs, max_new_tokens ",
+                                 expect.max_new_tokens));
+    }
+    for (int t = 0; t < n; ++t) {
+      const int id = comp.token_ids(t);
+      if (id < 0 || id >= expect.vocab_size) {
+        return Reject(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB,
+                      absl::StrCat("token ", id, " at completion ", c, " position ", t,
+                                   " outside [0, ", expect.vocab_size, ")"));
+      }
+    }
+    for (int t = 0; t < n; ++t) {
+      const float lp = comp.behaviour_logprobs(t);
+      if (!std::isfinite(lp) || lp > 0.0f) {
+        return Reject(rlvr::v1::REJECT_REASON_NON_FINITE,
+                      absl::StrCat("log-prob ", lp, " at completion ", c, " position ", t));
+      }
+    }
+    const float r = comp.reward();
+    if (!std::isfinite(r)) {
+      return Reject(rlvr::v1::REJECT_REASON_NON_FINITE,
+                    absl::StrCat("reward ", r, " at completion ", c));
+    }
+    if (r < 0.0f || r > 1.0f) {
+      return Reject(rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE,
+                    absl::StrCat("reward ", r, " at completion ", c, " outside [0, 1]"));
+    }
+  }
+  return ValidationResult{};
+}
+
+}  // namespace rlvr::learner

@@ -1,0 +1,57 @@
+// rlvr.v1.SessionService on learner rank 0, on the gRPC callback API.
+//
+// One reactor per actor stream owns the stream's state (its outgoing queue,
+// its session id in Ingest) and deletes itself in OnDone. Callbacks never
+// block and run no model code: a group is validated and handed to Ingest's
+// buffer, and the Ack, new leases and weight announcements are queued for
+// the stream's single in-flight write.
+//
+// Thread safety: all public methods are thread-safe. The service and the
+// Ingest it uses must outlive the grpc::Server they are registered in
+// (shut the server down first).
+#ifndef RLVR_LEARNER_SESSION_SERVICE_H_
+#define RLVR_LEARNER_SESSION_SERVICE_H_
+
+#include <cstdint>
+#include <set>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "learner/ingest.h"
+#include "rlvr/v1/session.grpc.pb.h"
+
+namespace rlvr::learner {
+
+class SessionReactor;
+
+class SessionServiceImpl final : public rlvr::v1::SessionService::CallbackService {
+ public:
+  // `ingest` is not owned. Installs itself as the ingest's wake callback.
+  explicit SessionServiceImpl(Ingest* ingest);
+  ~SessionServiceImpl() override;
+
+  grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage>* Session(
+      grpc::CallbackServerContext* context) override;
+
+  // Queues WeightsAvailable{version, total_bytes} on every open session.
+  void AnnounceWeights(uint64_t version, uint64_t total_bytes);
+  // Lets every session ask Ingest for leases again.
+  void WakeAll();
+  // Sessions whose Hello was accepted and that are still open.
+  int open_sessions();
+
+ private:
+  friend class SessionReactor;
+  void Register(SessionReactor* r);
+  void Unregister(SessionReactor* r);
+
+  Ingest* const ingest_;
+  absl::Mutex mu_;
+  std::set<SessionReactor*> reactors_ ABSL_GUARDED_BY(mu_);
+  uint64_t latest_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t latest_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace rlvr::learner
+
+#endif  // RLVR_LEARNER_SESSION_SERVICE_H_

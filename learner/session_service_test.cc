@@ -1,0 +1,282 @@
+// SessionService over real gRPC on 127.0.0.1:0: crafted groups are answered
+// with the right RejectReason, counted, and the learner keeps working.
+#include "learner/session_service.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "common/grpc_util.h"
+#include "learner/weight_publisher.h"
+
+namespace rlvr::learner {
+namespace {
+
+using rlvr::v1::ActorMessage;
+using rlvr::v1::LearnerMessage;
+using rlvr::v1::RejectReason;
+using rlvr::v1::WorkLease;
+
+constexpr int64_t kMaxMessage = 4096;
+
+class SessionServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    IngestOptions o;
+    o.group_size = 2;
+    o.sampling.max_new_tokens = 3;
+    o.max_policy_lag = 1;
+    o.buffer_groups = 8;
+    o.groups_per_update = 2;
+    o.lease_timeout_s = 3600;
+    o.max_message_bytes = kMaxMessage;
+    o.max_sessions = 2;
+    o.vocab_size = 10;
+    o.eos_id = 2;
+    std::vector<LeasePrompt> prompts;
+    for (int i = 0; i < 20; ++i) prompts.push_back({"p" + std::to_string(i), {1, 5}, "3"});
+    ingest_ = std::make_unique<Ingest>(o, prompts, &metrics_);
+    service_ = std::make_unique<SessionServiceImpl>(ingest_.get());
+    GrpcServerOptions so;
+    so.max_receive_bytes = kMaxMessage + (1 << 20);
+    auto started = StartGrpcServer(so, {service_.get()});
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = std::move(started->server);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(started->port),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = rlvr::v1::SessionService::NewStub(channel_);
+    ingest_->Start();
+    ingest_->Publish(1);
+    service_->AnnounceWeights(1, 100);
+  }
+  void TearDown() override {
+    ingest_->Stop();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  struct Client {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    std::unique_ptr<grpc::ClientReaderWriter<ActorMessage, LearnerMessage>> stream;
+    std::deque<WorkLease> leases;
+    // Reads until an Ack arrives, collecting leases on the way.
+    rlvr::v1::Ack ReadAck() {
+      LearnerMessage m;
+      while (stream->Read(&m)) {
+        if (m.has_lease()) leases.push_back(m.lease());
+        if (m.has_ack()) return m.ack();
+      }
+      ADD_FAILURE() << "stream ended before an Ack";
+      return {};
+    }
+    WorkLease NextLease() {
+      LearnerMessage m;
+      while (leases.empty() && stream->Read(&m)) {
+        if (m.has_lease()) leases.push_back(m.lease());
+      }
+      if (leases.empty()) {
+        ADD_FAILURE() << "stream ended before a lease";
+        return {};
+      }
+      WorkLease l = leases.front();
+      leases.pop_front();
+      return l;
+    }
+  };
+
+  Client Connect(int capacity, LearnerMessage* welcome = nullptr) {
+    Client c;
+    c.ctx = std::make_unique<grpc::ClientContext>();
+    c.ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    c.stream = stub_->Session(c.ctx.get());
+    ActorMessage hello;
+    hello.mutable_hello()->set_actor_id("test");
+    hello.mutable_hello()->set_incarnation("abc");
+    hello.mutable_hello()->set_capacity(capacity);
+    EXPECT_TRUE(c.stream->Write(hello));
+    LearnerMessage m;
+    if (c.stream->Read(&m)) {
+      EXPECT_TRUE(m.has_welcome());
+      if (welcome != nullptr) *welcome = m;
+    }
+    return c;
+  }
+
+  static ActorMessage Group(const WorkLease& l, uint64_t version) {
+    ActorMessage m;
+    auto* g = m.mutable_group();
+    g->set_lease_id(l.lease_id());
+    g->set_prompt_id(l.prompt_id());
+    g->set_policy_version(version);
+    for (int i = 0; i < l.group_size(); ++i) {
+      auto* c = g->add_completions();
+      c->add_token_ids(3);
+      c->add_token_ids(2);
+      c->add_behaviour_logprobs(-1.0f);
+      c->add_behaviour_logprobs(-0.25f);
+      c->set_reward(i % 2 == 0 ? 1.0f : 0.0f);
+      c->set_finish_reason(rlvr::v1::FINISH_REASON_STOP);
+    }
+    return m;
+  }
+
+  void ExpectRejected(Client& c, const ActorMessage& m, RejectReason reason) {
+    const double before = metrics_.Rejected(reason).Value();
+    ASSERT_TRUE(c.stream->Write(m));
+    rlvr::v1::Ack ack = c.ReadAck();
+    EXPECT_FALSE(ack.accepted());
+    EXPECT_EQ(ack.reason(), reason) << rlvr::v1::RejectReason_Name(ack.reason()) << " "
+                                    << ack.detail();
+    EXPECT_EQ(ack.lease_id(), m.group().lease_id());
+    EXPECT_FALSE(ack.detail().empty());
+    EXPECT_EQ(metrics_.Rejected(reason).Value(), before + 1);
+  }
+
+  void ExpectAccepted(Client& c, const ActorMessage& m) {
+    ASSERT_TRUE(c.stream->Write(m));
+    rlvr::v1::Ack ack = c.ReadAck();
+    EXPECT_TRUE(ack.accepted()) << ack.detail();
+  }
+
+  LearnerMetrics metrics_{std::make_shared<prometheus::Registry>()};
+  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<SessionServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<rlvr::v1::SessionService::Stub> stub_;
+};
+
+TEST_F(SessionServiceTest, WelcomeWeightsAndLeases) {
+  LearnerMessage welcome;
+  Client c = Connect(2, &welcome);
+  EXPECT_EQ(welcome.welcome().latest_version(), 1u);
+  EXPECT_EQ(welcome.welcome().max_policy_lag(), 1u);
+  EXPECT_EQ(welcome.welcome().vocab_size(), 10u);
+  EXPECT_EQ(welcome.welcome().max_message_bytes(), static_cast<uint64_t>(kMaxMessage));
+  LearnerMessage m;
+  bool weights = false;
+  int leases = 0;
+  while ((!weights || leases < 2) && c.stream->Read(&m)) {
+    weights = weights || (m.has_weights_available() && m.weights_available().version() == 1);
+    leases += m.has_lease() ? 1 : 0;
+  }
+  EXPECT_TRUE(weights);
+  EXPECT_EQ(leases, 2);
+  c.ctx->TryCancel();
+}
+
+TEST_F(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingContinues) {
+  Client c = Connect(8);
+  // Unknown lease.
+  WorkLease l = c.NextLease();
+  WorkLease fake = l;
+  fake.set_lease_id(999999);
+  ExpectRejected(c, Group(fake, 1), rlvr::v1::REJECT_REASON_UNKNOWN_LEASE);
+  // Accepted, then duplicate.
+  ExpectAccepted(c, Group(l, 1));
+  ExpectRejected(c, Group(l, 1), rlvr::v1::REJECT_REASON_DUPLICATE);
+  // Expired.
+  l = c.NextLease();
+  uint64_t cut = l.lease_id();
+  for (const WorkLease& h : c.leases) cut = std::max(cut, h.lease_id());
+  ingest_->ExpireLeases(absl::Now() + absl::Hours(2));  // Expires every lease held.
+  ExpectRejected(c, Group(l, 1), rlvr::v1::REJECT_REASON_EXPIRED_LEASE);
+  std::erase_if(c.leases, [cut](const WorkLease& h) { return h.lease_id() <= cut; });
+  // Wrong group size.
+  ActorMessage m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions()->RemoveLast();
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE);
+  // Token out of vocabulary (and negative).
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(1)->set_token_ids(0, 10);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB);
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(0)->set_token_ids(1, -1);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB);
+  // Lengths: fewer log-probs, empty completion, too long, wrong prompt id.
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(0)->mutable_behaviour_logprobs()->RemoveLast();
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_LENGTH_MISMATCH);
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(1)->clear_token_ids();
+  m.mutable_group()->mutable_completions(1)->clear_behaviour_logprobs();
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_LENGTH_MISMATCH);
+  m = Group(c.NextLease(), 1);
+  for (int i = 0; i < 2; ++i) {
+    m.mutable_group()->mutable_completions(0)->add_token_ids(4);
+    m.mutable_group()->mutable_completions(0)->add_behaviour_logprobs(-0.1f);
+  }
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_LENGTH_MISMATCH);
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->set_prompt_id("other");
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_LENGTH_MISMATCH);
+  // Non-finite log-prob, positive log-prob, NaN reward.
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(0)->set_behaviour_logprobs(
+      0, std::numeric_limits<float>::quiet_NaN());
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_NON_FINITE);
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(0)->set_behaviour_logprobs(1, 0.5f);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_NON_FINITE);
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(1)->set_reward(std::numeric_limits<float>::infinity());
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_NON_FINITE);
+  // Reward out of range.
+  m = Group(c.NextLease(), 1);
+  m.mutable_group()->mutable_completions(1)->set_reward(-0.5f);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE);
+  // Stale / future versions.
+  ingest_->Publish(3);
+  m = Group(c.NextLease(), 1);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_STALE_VERSION);
+  m = Group(c.NextLease(), 7);
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_STALE_VERSION);
+  // Oversize: above max_message_bytes but below the transport limit.
+  m = Group(c.NextLease(), 3);
+  m.mutable_group()->mutable_completions(0)->set_verifier_reason(std::string(2 * kMaxMessage, 'x'));
+  ExpectRejected(c, m, rlvr::v1::REJECT_REASON_OVERSIZE);
+  // The session still works: a valid group is accepted.
+  ExpectAccepted(c, Group(c.NextLease(), 3));
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 2u);
+  EXPECT_EQ(ingest_->Snapshot().groups_rejected, 17u);
+  c.ctx->TryCancel();
+}
+
+TEST_F(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
+  Client a = Connect(3);
+  WorkLease first = a.NextLease();
+  Client b = Connect(1);
+  // A third session is refused with RESOURCE_EXHAUSTED.
+  grpc::ClientContext ctx;
+  auto stream = stub_->Session(&ctx);
+  ActorMessage hello;
+  hello.mutable_hello()->set_capacity(1);
+  stream->Write(hello);
+  LearnerMessage m;
+  EXPECT_FALSE(stream->Read(&m));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A stream that does not start with Hello is refused.
+  grpc::ClientContext ctx2;
+  auto bad = stub_->Session(&ctx2);
+  bad->Write(Group(first, 1));
+  EXPECT_FALSE(bad->Read(&m));
+  EXPECT_EQ(bad->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Kill session a: its 3 leases come back.
+  const double reissued = metrics_.leases_reissued->Value();
+  a.ctx->TryCancel();
+  for (int i = 0; i < 200 && metrics_.leases_reissued->Value() < reissued + 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(metrics_.leases_reissued->Value(), reissued + 3);
+  // b (capacity 1) gets its own lease, answers it, then receives the re-queued prompt.
+  WorkLease lb = b.NextLease();
+  ExpectAccepted(b, Group(lb, 1));
+  WorkLease next = b.NextLease();
+  EXPECT_EQ(next.prompt_id(), first.prompt_id());
+  b.ctx->TryCancel();
+}
+
+}  // namespace
+}  // namespace rlvr::learner

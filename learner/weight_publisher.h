@@ -1,0 +1,87 @@
+// rlvr.v1.WeightService on learner rank 0: every policy version is serialized
+// once (by the caller) into an immutable blob shared by all watchers and
+// streamed in <= 4 MiB chunks with a CRC-32 per chunk and of the whole blob.
+//
+// The chunks are written as raw protobuf frames whose data field references
+// the shared blob (a grpc::Slice holding a reference to it), so no watcher
+// copies the blob. Each watcher has one write in flight; a watcher that is
+// slow only delays itself, finishes the version it has started and then jumps
+// to the newest one (skipping versions in between). Publish() never blocks on
+// watchers.
+//
+// Thread safety: all public methods are thread-safe. The publisher must
+// outlive the grpc::Server it is registered in (shut the server down first);
+// Shutdown() ends every watch stream.
+#ifndef RLVR_LEARNER_WEIGHT_PUBLISHER_H_
+#define RLVR_LEARNER_WEIGHT_PUBLISHER_H_
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "learner/learner_metrics.h"
+#include "rlvr/v1/weights.grpc.pb.h"
+
+namespace rlvr::learner {
+
+// One published version: immutable once made.
+struct PublishedVersion {
+  uint64_t version = 0;
+  std::shared_ptr<const std::string> blob;
+  uint32_t blob_crc32 = 0;
+  size_t chunk_bytes = 0;
+  std::vector<uint32_t> chunk_crc32;  // One per chunk.
+  size_t num_chunks() const { return chunk_crc32.size(); }
+};
+
+class WatchReactor;
+
+class WeightPublisher final
+    : public rlvr::v1::WeightService::WithRawCallbackMethod_WatchWeights<
+          rlvr::v1::WeightService::Service> {
+ public:
+  static constexpr size_t kMaxChunkBytes = 4 << 20;
+
+  // `metrics` may be null (benchmarks); not owned. `chunk_bytes` in [1, 4 MiB].
+  explicit WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes = kMaxChunkBytes);
+  ~WeightPublisher() override;
+
+  // Makes `blob` (the serialized weights of `version`, > every earlier one)
+  // the newest version, computes its CRCs once and wakes idle watchers.
+  // Returns without waiting for any transfer.
+  void Publish(uint64_t version, std::shared_ptr<const std::string> blob);
+  // The newest version (null before the first Publish).
+  std::shared_ptr<const PublishedVersion> latest();
+  // Ends every open watch stream (UNAVAILABLE) and refuses new ones.
+  void Shutdown();
+  int watchers();
+
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchWeights(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
+
+ private:
+  friend class WatchReactor;
+  void Register(WatchReactor* r);
+  void Unregister(WatchReactor* r);
+
+  LearnerMetrics* const metrics_;
+  const size_t chunk_bytes_;
+  // Lock order: mu_ -> a reactor's mutex -> latest_mu_ (a leaf).
+  absl::Mutex mu_;
+  std::set<WatchReactor*> reactors_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex latest_mu_;
+  std::shared_ptr<const PublishedVersion> latest_ ABSL_GUARDED_BY(latest_mu_);
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Encodes chunk `index` of `v` as a WeightChunk wire message whose data
+// references the shared blob (exposed for tests and benchmarks).
+grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>& v, size_t index);
+
+}  // namespace rlvr::learner
+
+#endif  // RLVR_LEARNER_WEIGHT_PUBLISHER_H_

@@ -1,0 +1,188 @@
+// WeightPublisher over real gRPC: chunking, CRCs, many watchers, and a slow
+// watcher skipping to the newest version.
+#include "learner/weight_publisher.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/checksum.h"
+#include "common/grpc_util.h"
+
+namespace rlvr::learner {
+namespace {
+
+std::shared_ptr<const std::string> Blob(size_t n, char seed) {
+  auto b = std::make_shared<std::string>(n, '\0');
+  for (size_t i = 0; i < n; ++i) (*b)[i] = static_cast<char>(seed + i * 31 + (i >> 10));
+  return b;
+}
+
+class WeightPublisherTest : public ::testing::Test {
+ protected:
+  void Start(size_t chunk_bytes) {
+    publisher_ = std::make_unique<WeightPublisher>(&metrics_, chunk_bytes);
+    auto started = StartGrpcServer(GrpcServerOptions{}, {publisher_.get()});
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = std::move(started->server);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(started->port),
+                                         grpc::InsecureChannelCredentials(), args);
+  }
+  void TearDown() override {
+    if (publisher_) publisher_->Shutdown();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  struct Received {
+    uint64_t version = 0;
+    std::string blob;
+    int chunks = 0;
+  };
+  // Reads one complete version from `reader`, checking every invariant.
+  static bool ReadVersion(grpc::ClientReader<rlvr::v1::WeightChunk>* reader, Received* out,
+                          size_t max_chunk) {
+    rlvr::v1::WeightChunk c;
+    *out = Received{};
+    while (reader->Read(&c)) {
+      if (out->chunks == 0) out->version = c.version();
+      EXPECT_EQ(c.version(), out->version);
+      EXPECT_EQ(c.offset(), out->blob.size());
+      EXPECT_LE(c.data().size(), max_chunk);
+      EXPECT_EQ(c.chunk_crc32(), Crc32(c.data()));
+      out->blob += c.data();
+      ++out->chunks;
+      if (c.last()) {
+        EXPECT_EQ(c.total_bytes(), out->blob.size());
+        EXPECT_EQ(c.blob_crc32(), Crc32(out->blob));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  LearnerMetrics metrics_{std::make_shared<prometheus::Registry>()};
+  std::unique_ptr<WeightPublisher> publisher_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(WeightPublisherTest, EncodedChunkParsesAsWeightChunk) {
+  auto v = std::make_shared<PublishedVersion>();
+  v->version = 9;
+  v->blob = Blob(10, 'a');
+  v->chunk_bytes = 4;
+  v->chunk_crc32 = {1, 2, 3};
+  v->blob_crc32 = 77;
+  grpc::ByteBuffer bb = EncodeWeightChunk(v, 2);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(bb.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  rlvr::v1::WeightChunk c;
+  ASSERT_TRUE(c.ParseFromString(bytes));
+  EXPECT_EQ(c.version(), 9u);
+  EXPECT_EQ(c.offset(), 8u);
+  EXPECT_EQ(c.total_bytes(), 10u);
+  EXPECT_EQ(c.data(), v->blob->substr(8));
+  EXPECT_EQ(c.chunk_crc32(), 3u);
+  EXPECT_EQ(c.blob_crc32(), 77u);
+  EXPECT_TRUE(c.last());
+}
+
+TEST_F(WeightPublisherTest, ManyWatchersReceiveEveryVersionChunkedAndChecksummed) {
+  Start(WeightPublisher::kMaxChunkBytes);
+  auto v1 = Blob(10 << 20, 1);  // 3 chunks: 4 + 4 + 2 MiB.
+  publisher_->Publish(1, v1);
+  constexpr int kWatchers = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok_count{0};
+  auto stub = rlvr::v1::WeightService::NewStub(channel_);
+  for (int w = 0; w < kWatchers; ++w) {
+    threads.emplace_back([&, w] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      rlvr::v1::WatchWeightsRequest req;
+      req.set_watcher_id("w" + std::to_string(w));
+      auto reader = stub->WatchWeights(&ctx, req);
+      Received r;
+      if (!ReadVersion(reader.get(), &r, WeightPublisher::kMaxChunkBytes)) return;
+      EXPECT_EQ(r.version, 1u);
+      EXPECT_EQ(r.chunks, 3);
+      EXPECT_TRUE(r.blob == *v1);
+      // The next version arrives on the same stream.
+      if (!ReadVersion(reader.get(), &r, WeightPublisher::kMaxChunkBytes)) return;
+      EXPECT_EQ(r.version, 2u);
+      EXPECT_EQ(r.blob, std::string(100, 'z'));
+      ok_count++;
+      ctx.TryCancel();
+    });
+  }
+  for (int i = 0; i < 500 && publisher_->watchers() < kWatchers; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  publisher_->Publish(2, std::make_shared<const std::string>(100, 'z'));
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok_count.load(), kWatchers);
+}
+
+TEST_F(WeightPublisherTest, WatcherWithCurrentVersionWaitsAndSlowWatcherSkipsToNewest) {
+  Start(256 << 10);
+  auto big = Blob(48 << 20, 5);  // Far more than the transport buffers.
+  publisher_->Publish(1, big);
+  auto stub = rlvr::v1::WeightService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  rlvr::v1::WatchWeightsRequest req;
+  auto reader = stub->WatchWeights(&ctx, req);
+  rlvr::v1::WeightChunk first;
+  ASSERT_TRUE(reader->Read(&first));  // Version 1 has started.
+  EXPECT_EQ(first.version(), 1u);
+  publisher_->Publish(2, std::make_shared<const std::string>(1000, 'b'));
+  publisher_->Publish(3, std::make_shared<const std::string>(1000, 'c'));
+  // A fast watcher holding version 2 gets only version 3.
+  grpc::ClientContext ctx2;
+  ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  rlvr::v1::WatchWeightsRequest req2;
+  req2.set_have_version(2);
+  auto reader2 = stub->WatchWeights(&ctx2, req2);
+  Received r2;
+  ASSERT_TRUE(ReadVersion(reader2.get(), &r2, 256 << 10));
+  EXPECT_EQ(r2.version, 3u);
+  ctx2.TryCancel();
+  // The slow watcher finishes version 1, then jumps to 3.
+  std::string rest = first.data();
+  rlvr::v1::WeightChunk c;
+  while (reader->Read(&c)) {
+    ASSERT_EQ(c.version(), 1u);
+    rest += c.data();
+    if (c.last()) break;
+  }
+  EXPECT_TRUE(rest == *big);
+  Received r;
+  ASSERT_TRUE(ReadVersion(reader.get(), &r, 256 << 10));
+  EXPECT_EQ(r.version, 3u);
+  EXPECT_EQ(r.blob, std::string(1000, 'c'));
+  ctx.TryCancel();
+}
+
+TEST_F(WeightPublisherTest, ShutdownEndsStreams) {
+  Start(1024);
+  auto stub = rlvr::v1::WeightService::NewStub(channel_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  rlvr::v1::WatchWeightsRequest req;
+  auto reader = stub->WatchWeights(&ctx, req);
+  for (int i = 0; i < 500 && publisher_->watchers() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  publisher_->Shutdown();
+  rlvr::v1::WeightChunk c;
+  EXPECT_FALSE(reader->Read(&c));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace rlvr::learner
