@@ -14,9 +14,10 @@ endfunction()
 # LibTorch as a usage requirement: include dirs as SYSTEM, its ABI flags.
 add_library(rlvr_torch_deps INTERFACE)
 target_include_directories(rlvr_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
-# Threads too: -pthread defines _REENTRANT, which must match between the PCH and its users.
 target_link_libraries(rlvr_torch_deps INTERFACE ${TORCH_LIBRARIES} Threads::Threads)
-target_compile_options(rlvr_torch_deps INTERFACE ${RLVR_TORCH_CXX_FLAGS})
+# -pthread (defines _REENTRANT) reaches most targets through gRPC/Abseil; the
+# PCH must be built with it too or GCC rejects the PCH (-Winvalid-pch).
+target_compile_options(rlvr_torch_deps INTERFACE ${RLVR_TORCH_CXX_FLAGS} -pthread)
 
 # One precompiled LibTorch header, built once and reused by every target that
 # includes torch (a translation unit with <torch/torch.h> costs ~15 s here).
