@@ -1,0 +1,180 @@
+#include "common/policy/model.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace rlvr::policy {
+namespace {
+
+// Additive mask value for keys that must not be attended to. Finite so that a
+// query whose keys are all masked (a pad position) gets a harmless uniform
+// softmax instead of NaN; exp(kMaskValue - max) is exactly 0 otherwise.
+constexpr double kMaskValue = -1e9;
+
+// Rotates the pairs (x[..., i], x[..., i + D/2]) by the given angles.
+// x [B, H, S, D]; cos/sin [B, 1, S, D/2].
+torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  torch::Tensor x1 = x.narrow(-1, 0, half);
+  torch::Tensor x2 = x.narrow(-1, half, half);
+  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+}
+
+}  // namespace
+
+TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size)
+    : config_(config), vocab_size_(vocab_size) {
+  TORCH_CHECK(vocab_size >= 1, "vocab_size must be >= 1");
+  TORCH_CHECK(config.n_heads >= 1 && config.d_model % config.n_heads == 0,
+              "d_model must be divisible by n_heads");
+  head_dim_ = config.d_model / config.n_heads;
+  TORCH_CHECK(head_dim_ % 2 == 0, "head dimension must be even for RoPE");
+  TORCH_CHECK(config.n_layers >= 1 && config.d_ff >= 1, "n_layers and d_ff must be >= 1");
+  const int64_t d = config.d_model;
+  const double std = config.init_std;
+  torch::NoGradGuard no_grad;
+  embed_ = register_parameter("embed.weight", torch::randn({vocab_size, d}) * std);
+  for (int i = 0; i < config.n_layers; ++i) {
+    const std::string p = absl::StrCat("layers.", i, ".");
+    Layer l;
+    l.attn_norm = register_parameter(p + "attn_norm.weight", torch::ones({d}));
+    l.qkv = register_parameter(p + "qkv.weight", torch::randn({3 * d, d}) * std);
+    l.out = register_parameter(p + "out.weight", torch::randn({d, d}) * std);
+    l.mlp_norm = register_parameter(p + "mlp_norm.weight", torch::ones({d}));
+    l.gate_up = register_parameter(p + "gate_up.weight", torch::randn({2 * config.d_ff, d}) * std);
+    l.down = register_parameter(p + "down.weight", torch::randn({d, config.d_ff}) * std);
+    layers_.push_back(l);
+  }
+  final_norm_ = register_parameter("final_norm.weight", torch::ones({d}));
+  inv_freq_ = torch::pow(config.rope_theta,
+                         -torch::arange(0, head_dim_, 2, torch::kFloat64) / double(head_dim_));
+}
+
+int64_t TransformerImpl::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+torch::Tensor TransformerImpl::RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const {
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + 1e-6) * weight;
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+  TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, L]");
+  torch::Tensor positions =
+      torch::arange(tokens.size(1), tokens.options().dtype(torch::kInt64)).expand_as(tokens);
+  return ForwardWithPositions(tokens, positions, torch::Tensor(), nullptr);
+}
+
+KvCache TransformerImpl::NewCache(int64_t batch, int64_t capacity) const {
+  KvCache cache;
+  const auto opts = embed_.options().requires_grad(false);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    cache.keys.push_back(torch::zeros({batch, config_.n_heads, capacity, head_dim_}, opts));
+    cache.values.push_back(torch::zeros({batch, config_.n_heads, capacity, head_dim_}, opts));
+  }
+  cache.key_bias = torch::zeros({batch, 1, 1, capacity}, opts);
+  cache.capacity = capacity;
+  return cache;
+}
+
+torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
+                                                    const torch::Tensor& positions,
+                                                    const torch::Tensor& key_bias, KvCache* cache) {
+  TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
+              "tokens must be [B, S] int64");
+  TORCH_CHECK(positions.sizes() == tokens.sizes(), "positions must match tokens");
+  const int64_t b = tokens.size(0);
+  const int64_t s = tokens.size(1);
+  TORCH_CHECK(s >= 1, "need at least one token");
+  if (tokens.numel() > 0) {
+    TORCH_CHECK(tokens.min().item<int64_t>() >= 0 && tokens.max().item<int64_t>() < vocab_size_,
+                "token id out of vocabulary [0, ", vocab_size_, ")");
+  }
+  const int64_t past = cache != nullptr ? cache->length : 0;
+  if (cache != nullptr) {
+    TORCH_CHECK(cache->keys.size() == layers_.size() && cache->key_bias.size(0) == b,
+                "cache does not match model/batch");
+    TORCH_CHECK(past + s <= cache->capacity, "KV cache capacity exceeded");
+  }
+  const int64_t total = past + s;
+  const auto dtype = embed_.scalar_type();
+
+  // RoPE angles per row and position.
+  torch::Tensor angles = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;  // [B,S,D/2]
+  torch::Tensor cos = angles.cos().to(dtype).unsqueeze(1);                         // [B,1,S,D/2]
+  torch::Tensor sin = angles.sin().to(dtype).unsqueeze(1);
+
+  // Additive attention mask [B or 1, 1, S, total]: causal among the new
+  // tokens plus the caller's key bias.
+  torch::Tensor mask;
+  if (s > 1) {
+    mask = torch::full({s, total}, kMaskValue, embed_.options().requires_grad(false))
+               .triu(past + 1)
+               .view({1, 1, s, total});
+  }
+  torch::Tensor bias = key_bias;
+  if (cache != nullptr) {
+    bias = cache->key_bias.narrow(3, 0, total);
+    if (key_bias.defined()) {
+      TORCH_CHECK(key_bias.size(3) == total, "key_bias must cover cache + new keys");
+      bias = key_bias;
+    }
+  }
+  if (bias.defined()) mask = mask.defined() ? mask + bias : bias;
+
+  const double scale = 1.0 / std::sqrt(double(head_dim_));
+  const int64_t d = config_.d_model;
+  const int64_t h = config_.n_heads;
+  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1})).view({b, s, d});
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    torch::Tensor qkv = torch::matmul(RmsNorm(x, l.attn_norm), l.qkv.t());  // [B,S,3D]
+    qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});        // [3,B,H,S,Dh]
+    torch::Tensor q = ApplyRope(qkv[0], cos, sin);
+    torch::Tensor k = ApplyRope(qkv[1], cos, sin);
+    torch::Tensor v = qkv[2];
+    if (cache != nullptr) {
+      cache->keys[i].narrow(2, past, s).copy_(k);
+      cache->values[i].narrow(2, past, s).copy_(v);
+      k = cache->keys[i].narrow(2, 0, total);
+      v = cache->values[i].narrow(2, 0, total);
+    }
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,H,S,total]
+    if (mask.defined()) scores = scores + mask;
+    torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);     // [B,H,S,Dh]
+    attn = attn.transpose(1, 2).reshape({b, s, d});
+    x = x + torch::matmul(attn, l.out.t());
+    torch::Tensor gu = torch::matmul(RmsNorm(x, l.mlp_norm), l.gate_up.t());  // [B,S,2F]
+    torch::Tensor gate = gu.narrow(-1, 0, config_.d_ff);
+    torch::Tensor up = gu.narrow(-1, config_.d_ff, config_.d_ff);
+    x = x + torch::matmul(torch::silu(gate) * up, l.down.t());
+  }
+  if (cache != nullptr) cache->length = total;
+  return torch::matmul(RmsNorm(x, final_norm_), embed_.t());
+}
+
+absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,
+                                              uint64_t init_seed) {
+  if (vocab_size < 1) return absl::InvalidArgumentError("model: vocab_size must be >= 1");
+  if (config.n_heads < 1 || config.d_model % config.n_heads != 0) {
+    return absl::InvalidArgumentError("model: d_model must be divisible by n_heads");
+  }
+  if ((config.d_model / config.n_heads) % 2 != 0) {
+    return absl::InvalidArgumentError("model: head dimension must be even (RoPE)");
+  }
+  if (config.n_layers < 1 || config.d_ff < 1) {
+    return absl::InvalidArgumentError("model: n_layers and d_ff must be >= 1");
+  }
+  try {
+    torch::manual_seed(init_seed);
+    return Transformer(config, vocab_size);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("model: ", e.what()));
+  }
+}
+
+}  // namespace rlvr::policy

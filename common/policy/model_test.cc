@@ -1,0 +1,226 @@
+#include <gtest/gtest.h>
+
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+#include "common/policy/sampler.h"
+
+namespace rlvr::policy {
+namespace {
+
+constexpr int kVocab = 20;
+
+Transformer TinyModel(uint64_t seed, double init_std = 0.3) {
+  ModelConfig c;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.d_ff = 48;
+  c.max_seq_len = 64;
+  c.init_std = init_std;
+  auto m = CreateTransformer(c, kVocab, seed);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+std::vector<const std::vector<int>*> Ptrs(const std::vector<std::vector<int>>& v) {
+  std::vector<const std::vector<int>*> out;
+  for (const auto& x : v) out.push_back(&x);
+  return out;
+}
+
+const std::vector<std::vector<int>> kPrompts = {{1, 5, 7}, {1, 3, 3, 9, 12, 4}, {1, 2}, {1, 8, 8, 8, 6, 5, 4, 3, 2}};
+
+TEST(TransformerTest, ForwardIsCausalAndShaped) {
+  torch::set_num_threads(1);
+  Transformer m = TinyModel(1);
+  torch::NoGradGuard ng;
+  torch::Tensor a = torch::tensor({{1, 4, 6, 2, 9}}, torch::kInt64);
+  torch::Tensor b = a.clone();
+  b[0][4] = 11;
+  torch::Tensor la = m->forward(a), lb = m->forward(b);
+  ASSERT_EQ(la.sizes(), (std::vector<int64_t>{1, 5, kVocab}));
+  EXPECT_EQ(la.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(la.narrow(1, 0, 4), lb.narrow(1, 0, 4)));
+  EXPECT_FALSE(torch::allclose(la.narrow(1, 4, 1), lb.narrow(1, 4, 1)));
+  EXPECT_THROW(m->forward(torch::tensor({{1, kVocab}}, torch::kInt64)), c10::Error);
+  EXPECT_FALSE(CreateTransformer(ModelConfig{.d_model = 30, .n_heads = 4}, kVocab, 1).ok());
+}
+
+TEST(TransformerTest, DecodeLogProbsMatchTrainingForward) {
+  torch::set_num_threads(1);
+  Transformer m = TinyModel(2);
+  SamplingOptions opt;
+  opt.temperature = 1.0;
+  opt.max_new_tokens = 12;
+  std::vector<uint64_t> seeds = {11, 12, 13, 14};
+  auto samples = Generate(m, Ptrs(kPrompts), seeds, opt);
+  ASSERT_EQ(samples.size(), kPrompts.size());
+  std::vector<std::vector<int>> completions;
+  for (const auto& s : samples) {
+    ASSERT_EQ(s.tokens.size(), 12u);
+    ASSERT_EQ(s.logprobs.size(), 12u);
+    completions.push_back(s.tokens);
+  }
+  CompletionLogProbs lp = ComputeCompletionLogProbs(m, Ptrs(kPrompts), Ptrs(completions), true);
+  ASSERT_EQ(lp.logprobs.sizes(), (std::vector<int64_t>{4, 12}));
+  float max_diff = 0;
+  for (size_t r = 0; r < samples.size(); ++r) {
+    for (size_t t = 0; t < 12; ++t) {
+      max_diff = std::max(max_diff, std::abs(lp.logprobs[r][t].item<float>() - samples[r].logprobs[t]));
+      EXPECT_GT(lp.entropy[r][t].item<float>(), 0.0f);
+    }
+  }
+  EXPECT_LT(max_diff, 1e-5f);
+  EXPECT_TRUE(lp.logprobs.requires_grad());
+  EXPECT_FALSE(lp.entropy.requires_grad());
+
+  // The recompute path samples the same tokens.
+  auto again = GenerateWithoutCache(m, Ptrs(kPrompts), seeds, opt);
+  for (size_t r = 0; r < samples.size(); ++r) {
+    EXPECT_EQ(again[r].tokens, samples[r].tokens) << "row " << r;
+    for (size_t t = 0; t < 12; ++t) EXPECT_NEAR(again[r].logprobs[t], samples[r].logprobs[t], 1e-5);
+  }
+}
+
+TEST(TransformerTest, LogProbsMaskRaggedCompletions) {
+  Transformer m = TinyModel(3);
+  std::vector<std::vector<int>> prompts = {{1, 2, 3}, {1}};
+  std::vector<std::vector<int>> completions = {{4}, {5, 6, 7}};
+  CompletionLogProbs lp = ComputeCompletionLogProbs(m, Ptrs(prompts), Ptrs(completions), false);
+  ASSERT_EQ(lp.mask.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(torch::equal(lp.mask, torch::tensor({{1.f, 0.f, 0.f}, {1.f, 1.f, 1.f}})));
+  EXPECT_EQ(lp.logprobs[0][1].item<float>(), 0.0f);
+  // Row 0 alone gives the same value: padding does not leak.
+  CompletionLogProbs alone = ComputeCompletionLogProbs(m, {&prompts[0]}, {&completions[0]}, false);
+  EXPECT_NEAR(alone.logprobs[0][0].item<float>(), lp.logprobs[0][0].item<float>(), 1e-6);
+  EXPECT_LT(lp.logprobs[1][2].item<float>(), 0.0f);
+}
+
+TEST(TransformerTest, GradientMatchesFiniteDifferencesInFloat64) {
+  Transformer m = TinyModel(4, 0.5);
+  m->to(torch::kFloat64);
+  std::vector<std::vector<int>> prompts = {{1, 4, 9}, {1, 7}};
+  std::vector<std::vector<int>> completions = {{3, 5, 2}, {8, 2}};
+  auto loss_fn = [&]() {
+    CompletionLogProbs lp = ComputeCompletionLogProbs(m, Ptrs(prompts), Ptrs(completions), false);
+    return -(lp.logprobs * torch::tensor({0.7, -1.3, 0.4}, torch::kFloat64)).sum();
+  };
+  m->zero_grad();
+  loss_fn().backward();
+  auto params = m->named_parameters();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> probes = {
+      {"embed.weight", {3, 1}},          {"embed.weight", {9, 30}},
+      {"layers.0.qkv.weight", {5, 2}},   {"layers.0.qkv.weight", {40, 7}},
+      {"layers.1.qkv.weight", {70, 0}},  {"layers.0.out.weight", {1, 1}},
+      {"layers.1.gate_up.weight", {60, 3}}, {"layers.1.down.weight", {2, 47}},
+      {"layers.0.attn_norm.weight", {4}},   {"final_norm.weight", {0}},
+  };
+  for (const auto& [name, index] : probes) {
+    torch::Tensor p = params[name];
+    std::vector<at::indexing::TensorIndex> idx(index.begin(), index.end());
+    const double analytic = p.grad().index(idx).item<double>();
+    const double h = 1e-6;
+    torch::NoGradGuard ng;
+    const double orig = p.index(idx).item<double>();
+    p.index_put_(idx, orig + h);
+    const double up = loss_fn().item<double>();
+    p.index_put_(idx, orig - h);
+    const double down = loss_fn().item<double>();
+    p.index_put_(idx, orig);
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(analytic, numeric, 1e-6 + 1e-5 * std::abs(numeric)) << name;
+  }
+}
+
+TEST(SamplerTest, SeededSamplingIsReproducibleAndRowIndependent) {
+  torch::set_num_threads(1);
+  Transformer m = TinyModel(5);
+  SamplingOptions opt;
+  opt.max_new_tokens = 10;
+  opt.top_k = 8;
+  opt.top_p = 0.95;
+  std::vector<uint64_t> seeds = {1, 2, 3, 4};
+  auto a = Generate(m, Ptrs(kPrompts), seeds, opt);
+  auto b = Generate(m, Ptrs(kPrompts), seeds, opt);
+  for (size_t r = 0; r < a.size(); ++r) {
+    EXPECT_EQ(a[r].tokens, b[r].tokens);
+    EXPECT_EQ(a[r].logprobs, b[r].logprobs);
+  }
+  // Each row alone (and in another batch order) gives its batched result.
+  for (size_t r = 0; r < kPrompts.size(); ++r) {
+    auto alone = Generate(m, {&kPrompts[r]}, {seeds[r]}, opt);
+    EXPECT_EQ(alone[0].tokens, a[r].tokens) << "row " << r;
+    for (size_t t = 0; t < alone[0].logprobs.size(); ++t) {
+      EXPECT_NEAR(alone[0].logprobs[t], a[r].logprobs[t], 1e-5);
+    }
+  }
+  auto swapped = Generate(m, {&kPrompts[3], &kPrompts[0]}, {seeds[3], seeds[0]}, opt);
+  EXPECT_EQ(swapped[0].tokens, a[3].tokens);
+  EXPECT_EQ(swapped[1].tokens, a[0].tokens);
+  // Different seeds for the same prompt give different completions.
+  std::vector<const std::vector<int>*> same(8, &kPrompts[0]);
+  auto g = Generate(m, same, {1, 2, 3, 4, 5, 6, 7, 8}, opt);
+  int distinct = 0;
+  for (size_t i = 1; i < g.size(); ++i) distinct += g[i].tokens != g[0].tokens;
+  EXPECT_GT(distinct, 0);
+}
+
+TEST(SamplerTest, GreedyTopKTopPStopsAndLength) {
+  Transformer m = TinyModel(6);
+  SamplingOptions greedy;
+  greedy.greedy = true;
+  greedy.max_new_tokens = 6;
+  auto g = Generate(m, Ptrs(kPrompts), {1, 2, 3, 4}, greedy);
+  // Greedy tokens are the argmax of the training forward.
+  std::vector<std::vector<int>> comps;
+  for (const auto& s : g) comps.push_back(s.tokens);
+  {
+    torch::NoGradGuard ng;
+    for (size_t r = 0; r < g.size(); ++r) {
+      std::vector<int> seq = kPrompts[r];
+      for (size_t t = 0; t < g[r].tokens.size(); ++t) {
+        torch::Tensor logits = m->forward(torch::tensor(seq, torch::kInt64).unsqueeze(0));
+        EXPECT_EQ(logits[0][-1].argmax().item<int64_t>(), g[r].tokens[t]);
+        seq.push_back(g[r].tokens[t]);
+      }
+    }
+  }
+  SamplingOptions k1;
+  k1.top_k = 1;
+  k1.max_new_tokens = 6;
+  SamplingOptions p0;
+  p0.top_p = 1e-6;
+  p0.max_new_tokens = 6;
+  auto a = Generate(m, Ptrs(kPrompts), {9, 9, 9, 9}, k1);
+  auto b = Generate(m, Ptrs(kPrompts), {5, 6, 7, 8}, p0);
+  for (size_t r = 0; r < g.size(); ++r) {
+    EXPECT_EQ(a[r].tokens, g[r].tokens);
+    EXPECT_EQ(b[r].tokens, g[r].tokens);
+    EXPECT_FALSE(g[r].stopped);
+    EXPECT_EQ(g[r].tokens.size(), 6u);
+  }
+  SamplingOptions stop;
+  stop.max_new_tokens = 7;
+  for (int t = 0; t < kVocab; ++t) stop.stop_token_ids.push_back(t);
+  auto s = Generate(m, Ptrs(kPrompts), {1, 2, 3, 4}, stop);
+  for (const auto& x : s) {
+    EXPECT_EQ(x.tokens.size(), 1u);
+    EXPECT_TRUE(x.stopped);
+  }
+  // Stop at a specific token: everything before it is not a stop token.
+  SamplingOptions one;
+  one.max_new_tokens = 30;
+  one.stop_token_ids = {7};
+  auto o = Generate(m, Ptrs(kPrompts), {21, 22, 23, 24}, one);
+  for (const auto& x : o) {
+    for (size_t t = 0; t + 1 < x.tokens.size(); ++t) EXPECT_NE(x.tokens[t], 7);
+    EXPECT_EQ(x.stopped, !x.tokens.empty() && x.tokens.back() == 7);
+    if (!x.stopped) EXPECT_EQ(x.tokens.size(), 30u);
+  }
+  std::vector<int> bad = {1, kVocab + 3};
+  EXPECT_THROW(Generate(m, {&bad}, {1}, greedy), c10::Error);
+  EXPECT_THROW(Generate(m, {&kPrompts[0]}, {}, greedy), c10::Error);
+}
+
+}  // namespace
+}  // namespace rlvr::policy

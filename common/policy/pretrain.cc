@@ -1,0 +1,111 @@
+#include "common/policy/pretrain.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+#include "common/status_macros.h"
+
+namespace rlvr::policy {
+namespace {
+
+double LearningRate(const PretrainConfig& c, int step) {
+  if (c.warmup_steps > 0 && step < c.warmup_steps) return c.lr * (step + 1) / c.warmup_steps;
+  const int decay_steps = std::max(1, c.steps - c.warmup_steps);
+  const double progress = std::min(1.0, double(step - c.warmup_steps) / decay_steps);
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return c.lr * (c.min_lr_ratio + (1.0 - c.min_lr_ratio) * cosine);
+}
+
+}  // namespace
+
+absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tokenizer,
+                                        const Task& task, const PretrainOptions& options) {
+  const PretrainConfig& c = options.config;
+  const auto start = std::chrono::steady_clock::now();
+  const size_t used = std::min(
+      task.train().size(), static_cast<size_t>(std::ceil(c.data_fraction * task.train().size())));
+  if (used == 0) return absl::InvalidArgumentError("pretrain: no training prompts selected");
+  if (c.batch_size < 1) return absl::InvalidArgumentError("pretrain: batch_size must be >= 1");
+  std::vector<std::vector<int>> inputs(used), targets(used);
+  for (size_t i = 0; i < used; ++i) {
+    const Prompt& p = task.train()[i];
+    auto in = EncodePrompt(tokenizer, p.text);
+    auto out = EncodeTargetCompletion(tokenizer, p.answer);
+    if (!in.ok() || !out.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pretrain: prompt ", p.id, ": ", (!in.ok() ? in.status() : out.status()).message()));
+    }
+    inputs[i] = *std::move(in);
+    targets[i] = *std::move(out);
+  }
+  PretrainResult result;
+  result.examples = static_cast<int>(used);
+  try {
+    torch::set_num_threads(std::max(1, options.threads));
+    model->train();
+    torch::optim::AdamW optimizer(
+        model->parameters(),
+        torch::optim::AdamWOptions(c.lr).betas({0.9, 0.95}).weight_decay(c.weight_decay));
+    std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
+    std::vector<size_t> order(used);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    size_t cursor = 0;
+    for (int step = 0; step < c.steps; ++step) {
+      std::vector<const std::vector<int>*> batch_in, batch_out;
+      for (int j = 0; j < c.batch_size; ++j) {
+        if (cursor == order.size()) {
+          std::shuffle(order.begin(), order.end(), rng);
+          cursor = 0;
+        }
+        batch_in.push_back(&inputs[order[cursor]]);
+        batch_out.push_back(&targets[order[cursor]]);
+        ++cursor;
+      }
+      const double lr = LearningRate(c, step);
+      for (auto& group : optimizer.param_groups()) {
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      }
+      optimizer.zero_grad();
+      CompletionLogProbs lp = ComputeCompletionLogProbs(model, batch_in, batch_out, false);
+      torch::Tensor loss = -lp.logprobs.sum() / lp.mask.sum().clamp_min(1.0);
+      loss.backward();
+      double grad_norm = 0.0;
+      if (c.grad_clip > 0) {
+        grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), c.grad_clip);
+      } else {
+        grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(),
+                                                      std::numeric_limits<double>::infinity());
+      }
+      optimizer.step();
+      result.steps = step + 1;
+      result.final_loss = loss.item<double>();
+      if (options.on_progress &&
+          ((options.log_every > 0 && result.steps % options.log_every == 0) ||
+           result.steps == c.steps)) {
+        PretrainProgress progress;
+        progress.step = result.steps;
+        progress.total_steps = c.steps;
+        progress.loss = result.final_loss;
+        progress.lr = lr;
+        progress.grad_norm = grad_norm;
+        progress.elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        options.on_progress(progress);
+      }
+    }
+    model->eval();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("pretrain: ", e.what()));
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace rlvr::policy

@@ -1,0 +1,264 @@
+#include "common/policy/weights.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/checksum.h"
+#include "common/policy/model.h"
+
+namespace rlvr::policy {
+namespace {
+
+constexpr char kMagic[8] = {'R', 'L', 'V', 'R', 'W', 'G', 'T', '\0'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderBytes = 8 + 4 + 8 + 4;
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "weights blob is little-endian");
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// Bounds-checked little-endian reader over the blob.
+class Reader {
+ public:
+  explicit Reader(absl::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* value) {
+    if (data_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(value, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool Bytes(size_t n, absl::string_view* out) {
+    if (data_.size() - pos_ < n) return false;
+    *out = data_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  absl::string_view data_;
+  size_t pos_ = 0;
+};
+
+struct Entry {
+  std::string name;
+  torch::ScalarType dtype;
+  std::vector<int64_t> shape;
+  absl::string_view bytes;
+};
+
+std::string ShapeText(c10::IntArrayRef shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+absl::Status Corrupt(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("weights blob: ", what));
+}
+
+absl::Status CheckHeader(absl::string_view blob, uint64_t* version) {
+  if (blob.size() < kHeaderBytes + 4) {
+    return Corrupt(absl::StrCat("truncated (", blob.size(), " bytes)"));
+  }
+  if (std::memcmp(blob.data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError("weights blob: bad magic (not an rlvr weight blob)");
+  }
+  uint32_t format;
+  std::memcpy(&format, blob.data() + 8, 4);
+  if (format != kFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("weights blob: unsupported format version ",
+                                                   format, " (expected ", kFormatVersion, ")"));
+  }
+  std::memcpy(version, blob.data() + 12, 8);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string SerializeWeights(Transformer& model, uint64_t version) {
+  torch::NoGradGuard no_grad;
+  auto params = model->named_parameters(/*recurse=*/true);
+  std::string out;
+  size_t total = kHeaderBytes + 4;
+  for (const auto& p : params) total += 64 + p.key().size() + p.value().nbytes();
+  out.reserve(total);
+  out.append(kMagic, sizeof(kMagic));
+  Put<uint32_t>(&out, kFormatVersion);
+  Put<uint64_t>(&out, version);
+  Put<uint32_t>(&out, static_cast<uint32_t>(params.size()));
+  for (const auto& p : params) {
+    torch::Tensor t = p.value().detach().contiguous();
+    Put<uint32_t>(&out, static_cast<uint32_t>(p.key().size()));
+    out.append(p.key());
+    Put<uint8_t>(&out, static_cast<uint8_t>(t.scalar_type()));
+    Put<uint32_t>(&out, static_cast<uint32_t>(t.dim()));
+    for (int64_t d : t.sizes()) Put<int64_t>(&out, d);
+    Put<uint64_t>(&out, static_cast<uint64_t>(t.nbytes()));
+    out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  Put<uint32_t>(&out, Crc32(std::string_view(out.data(), out.size())));
+  return out;
+}
+
+absl::StatusOr<uint64_t> PeekWeightsVersion(absl::string_view blob) {
+  uint64_t version = 0;
+  absl::Status s = CheckHeader(blob, &version);
+  if (!s.ok()) return s;
+  return version;
+}
+
+absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* version_out) {
+  uint64_t version = 0;
+  absl::Status header = CheckHeader(blob, &version);
+  if (!header.ok()) return header;
+  const absl::string_view body = blob.substr(0, blob.size() - 4);
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, blob.data() + blob.size() - 4, 4);
+  const uint32_t crc = Crc32(std::string_view(body.data(), body.size()));
+  if (crc != stored_crc) {
+    return Corrupt(absl::StrCat("checksum mismatch (stored ", stored_crc, ", computed ", crc,
+                                "): corrupted or truncated"));
+  }
+  Reader reader(body);
+  absl::string_view skip;
+  reader.Bytes(kHeaderBytes - 4, &skip);
+  uint32_t count = 0;
+  reader.Get(&count);
+  std::vector<Entry> entries;
+  for (uint32_t i = 0; i < count; ++i) {
+    Entry e;
+    uint32_t name_len = 0, rank = 0;
+    uint8_t dtype = 0;
+    uint64_t nbytes = 0;
+    absl::string_view name;
+    if (!reader.Get(&name_len) || !reader.Bytes(name_len, &name) || !reader.Get(&dtype) ||
+        !reader.Get(&rank) || rank > 16) {
+      return Corrupt(absl::StrCat("tensor ", i, " header truncated or malformed"));
+    }
+    e.name = std::string(name);
+    e.dtype = static_cast<torch::ScalarType>(dtype);
+    for (uint32_t k = 0; k < rank; ++k) {
+      int64_t d = 0;
+      if (!reader.Get(&d) || d < 0) return Corrupt(absl::StrCat("tensor '", e.name, "' bad shape"));
+      e.shape.push_back(d);
+    }
+    if (!reader.Get(&nbytes) || !reader.Bytes(nbytes, &e.bytes)) {
+      return Corrupt(absl::StrCat("tensor '", e.name, "' data truncated"));
+    }
+    entries.push_back(std::move(e));
+  }
+  if (reader.pos() != body.size()) {
+    return Corrupt(absl::StrCat(body.size() - reader.pos(), " trailing bytes after the tensors"));
+  }
+
+  // Every entry must match a distinct parameter exactly, and cover them all.
+  auto params = model->named_parameters(/*recurse=*/true);
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& p : params) by_name[p.key()] = p.value();
+  std::map<std::string, const Entry*> matched;
+  for (const Entry& e : entries) {
+    auto it = by_name.find(e.name);
+    if (it == by_name.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights blob: unknown tensor '", e.name, "' (model has no such parameter)"));
+    }
+    if (!matched.emplace(e.name, &e).second) {
+      return absl::InvalidArgumentError(absl::StrCat("weights blob: duplicate tensor '", e.name, "'"));
+    }
+    const torch::Tensor& t = it->second;
+    if (e.dtype != t.scalar_type()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "weights blob: tensor '", e.name, "' has dtype code ", static_cast<int>(e.dtype),
+          ", model expects ", c10::toString(t.scalar_type())));
+    }
+    if (c10::IntArrayRef(e.shape) != t.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat("weights blob: tensor '", e.name,
+                                                     "' has shape ", ShapeText(e.shape),
+                                                     ", model expects ", ShapeText(t.sizes())));
+    }
+    if (e.bytes.size() != t.nbytes()) {
+      return Corrupt(absl::StrCat("tensor '", e.name, "' has ", e.bytes.size(), " bytes, expected ",
+                                  t.nbytes()));
+    }
+  }
+  if (matched.size() != by_name.size()) {
+    for (const auto& [name, t] : by_name) {
+      if (!matched.count(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("weights blob: missing tensor '", name, "'"));
+      }
+    }
+  }
+
+  // Validated: copy in. Nothing below can fail on valid input.
+  torch::NoGradGuard no_grad;
+  for (const Entry& e : entries) {
+    torch::Tensor& t = by_name[e.name];
+    torch::Tensor src = torch::from_blob(const_cast<char*>(e.bytes.data()), e.shape,
+                                         torch::TensorOptions().dtype(e.dtype));
+    t.copy_(src);
+  }
+  if (version_out != nullptr) *version_out = version;
+  return absl::OkStatus();
+}
+
+absl::Status SaveWeightsFile(const std::string& path, Transformer& model, uint64_t version) {
+  const std::string blob = SerializeWeights(model, version);
+  std::error_code ec;
+  std::filesystem::path target(path);
+  if (target.has_parent_path()) {
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot create directory ", target.parent_path().string(), ": ", ec.message()));
+    }
+  }
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", tmp, ": ", std::strerror(errno)));
+  size_t written = 0;
+  while (written < blob.size()) {
+    ssize_t n = ::write(fd, blob.data() + written, blob.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return absl::InternalError(absl::StrCat("write ", tmp, ": ", err));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("fsync/close ", tmp, ": ", std::strerror(errno)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("rename ", tmp, " -> ", path, ": ", err));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadWeightsFile(const std::string& path, Transformer& model, uint64_t* version_out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open weights file ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string blob = buffer.str();
+  absl::Status s = LoadWeights(blob, model, version_out);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace rlvr::policy

@@ -1,0 +1,155 @@
+#include "common/policy/weights.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/checksum.h"
+#include "common/policy/model.h"
+
+namespace rlvr::policy {
+namespace {
+
+ModelConfig Small() {
+  ModelConfig c;
+  c.d_model = 16;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.d_ff = 24;
+  return c;
+}
+
+Transformer Make(uint64_t seed, ModelConfig c = Small()) {
+  auto m = CreateTransformer(c, 11, seed);
+  EXPECT_TRUE(m.ok());
+  return *m;
+}
+
+std::vector<torch::Tensor> Snapshot(Transformer& m) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : m->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+bool SameAs(Transformer& m, const std::vector<torch::Tensor>& snap) {
+  auto params = m->parameters();
+  if (params.size() != snap.size()) return false;
+  for (size_t i = 0; i < snap.size(); ++i) {
+    if (!torch::equal(params[i], snap[i])) return false;
+  }
+  return true;
+}
+
+void Reseal(std::string* blob) {
+  uint32_t crc = Crc32(std::string_view(blob->data(), blob->size() - 4));
+  std::memcpy(blob->data() + blob->size() - 4, &crc, 4);
+}
+
+TEST(WeightsTest, RoundTripIsBitExact) {
+  Transformer a = Make(1), b = Make(2);
+  const std::string blob = SerializeWeights(a, 42);
+  auto peek = PeekWeightsVersion(blob);
+  ASSERT_TRUE(peek.ok());
+  EXPECT_EQ(*peek, 42u);
+  uint64_t version = 0;
+  ASSERT_TRUE(LoadWeights(blob, b, &version).ok());
+  EXPECT_EQ(version, 42u);
+  auto pa = a->parameters(), pb = b->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    ASSERT_EQ(std::memcmp(pa[i].data_ptr(), pb[i].data_ptr(), pa[i].nbytes()), 0);
+  }
+  EXPECT_EQ(SerializeWeights(b, 42), blob);
+  EXPECT_TRUE(LoadWeights(blob, b, nullptr).ok());
+}
+
+struct Corruption {
+  std::string label;
+  std::string blob;
+  std::string expect;  // Substring of the error message.
+};
+
+TEST(WeightsTest, EveryCorruptionIsRejectedAndModelUntouched) {
+  Transformer src = Make(1);
+  const std::string good = SerializeWeights(src, 5);
+  std::vector<Corruption> cases;
+  for (size_t len : {size_t{0}, size_t{10}, size_t{27}, good.size() / 2, good.size() - 1}) {
+    cases.push_back({"truncated to " + std::to_string(len), good.substr(0, len), ""});
+  }
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x10;
+  cases.push_back({"bit flip", flipped, "checksum"});
+  std::string bad_crc = good;
+  bad_crc.back() ^= 1;
+  cases.push_back({"bad checksum", bad_crc, "checksum"});
+  std::string magic = good;
+  magic[0] = 'X';
+  cases.push_back({"bad magic", magic, "magic"});
+  std::string format = good;
+  format[8] = 9;
+  Reseal(&format);
+  cases.push_back({"format version", format, "format version"});
+  // Name: the first tensor is "embed.weight" right after the 24-byte header and its u32 length.
+  std::string name = good;
+  ASSERT_EQ(name.substr(28, 12), "embed.weight");
+  name[28] = 'E';
+  Reseal(&name);
+  cases.push_back({"wrong name", name, "unknown tensor 'Embed.weight'"});
+  std::string dtype = good;
+  dtype[40] = static_cast<char>(torch::kFloat64);
+  Reseal(&dtype);
+  cases.push_back({"wrong dtype code", dtype, "dtype"});
+  ModelConfig wide = Small();
+  wide.d_model = 32;
+  Transformer other_shape = Make(1, wide);
+  cases.push_back({"wrong shape", SerializeWeights(other_shape, 5), "shape"});
+  Transformer f64 = Make(1);
+  f64->to(torch::kFloat64);
+  cases.push_back({"wrong dtype", SerializeWeights(f64, 5), "dtype"});
+  ModelConfig deeper = Small();
+  deeper.n_layers = 3;
+  Transformer extra = Make(1, deeper);
+  cases.push_back({"extra tensor", SerializeWeights(extra, 5), "unknown tensor"});
+  ModelConfig shallow = Small();
+  shallow.n_layers = 1;
+  Transformer fewer = Make(1, shallow);
+  cases.push_back({"missing tensor", SerializeWeights(fewer, 5), "missing tensor"});
+  std::string trailing = good.substr(0, good.size() - 4) + "abcd";
+  trailing += "    ";
+  Reseal(&trailing);
+  cases.push_back({"trailing bytes", trailing, "trailing"});
+
+  for (const auto& c : cases) {
+    Transformer target = Make(3);
+    auto before = Snapshot(target);
+    uint64_t version = 77;
+    absl::Status s = LoadWeights(c.blob, target, &version);
+    EXPECT_FALSE(s.ok()) << c.label;
+    EXPECT_NE(s.message().find(c.expect), absl::string_view::npos)
+        << c.label << ": " << s.message();
+    EXPECT_TRUE(SameAs(target, before)) << c.label << ": model was modified";
+    EXPECT_EQ(version, 77u) << c.label;
+  }
+  EXPECT_FALSE(PeekWeightsVersion(magic).ok());
+  EXPECT_FALSE(PeekWeightsVersion(good.substr(0, 10)).ok());
+}
+
+TEST(WeightsTest, FilesAreWrittenAtomicallyIntoNewDirectories) {
+  const std::string dir = ::testing::TempDir() + "/rlvr_weights_test/nested";
+  std::filesystem::remove_all(::testing::TempDir() + "/rlvr_weights_test");
+  const std::string path = dir + "/w.rlvrw";
+  Transformer a = Make(1), b = Make(2);
+  ASSERT_TRUE(SaveWeightsFile(path, a, 9).ok());
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);  // no temp file left behind
+  uint64_t version = 0;
+  ASSERT_TRUE(LoadWeightsFile(path, b, &version).ok());
+  EXPECT_EQ(version, 9u);
+  EXPECT_EQ(SerializeWeights(b, 9), SerializeWeights(a, 9));
+  EXPECT_FALSE(LoadWeightsFile(dir + "/missing", b, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace rlvr::policy
