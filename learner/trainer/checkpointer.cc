@@ -1,0 +1,280 @@
+#include "learner/trainer/checkpointer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/checksum.h"
+#include "common/status_macros.h"
+
+namespace rlvr::learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kManifest[] = "MANIFEST";
+constexpr char kManifestMagic[] = "rlvr-checkpoint 1";
+constexpr char kPrefix[] = "ckpt-";
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+bool ValidPartName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Writes `bytes` to `path` (created or truncated) and fsyncs it.
+absl::Status WriteFileSynced(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("open ", path, ": ", ErrnoText()));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string err = ErrnoText();
+      ::close(fd);
+      return absl::InternalError(absl::StrCat("write ", path, ": ", err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    std::string err = ErrnoText();
+    ::close(fd);
+    return absl::InternalError(absl::StrCat("fsync ", path, ": ", err));
+  }
+  if (::close(fd) != 0) return absl::InternalError(absl::StrCat("close ", path, ": ", ErrnoText()));
+  return absl::OkStatus();
+}
+
+absl::Status SyncDir(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("open dir ", path, ": ", ErrnoText()));
+  int rc = ::fsync(fd);
+  std::string err = rc != 0 ? ErrnoText() : "";
+  ::close(fd);
+  if (rc != 0) return absl::InternalError(absl::StrCat("fsync dir ", path, ": ", err));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("read error on ", path));
+  return out.str();
+}
+
+std::string Hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", v);
+  return buf;
+}
+
+// Step from a "ckpt-<digits>" name; nullopt for anything else.
+std::optional<uint64_t> StepFromName(const std::string& name) {
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  std::string digits = name.substr(std::strlen(kPrefix));
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return std::nullopt;
+  uint64_t step = 0;
+  if (!absl::SimpleAtoi(digits, &step)) return std::nullopt;
+  return step;
+}
+
+void RemoveTreeQuietly(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) LOG(WARNING) << "checkpointer: cannot remove " << path << ": " << ec.message();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Create(
+    const CheckpointerOptions& options) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("checkpointer: empty dir");
+  if (options.keep < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpointer: keep must be >= 1, got ", options.keep));
+  }
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("checkpointer: cannot create ", options.dir, ": ", ec.message()));
+  }
+  return std::unique_ptr<Checkpointer>(new Checkpointer(options));
+}
+
+std::string Checkpointer::PathFor(uint64_t step) const {
+  return (fs::path(options_.dir) / absl::StrCat(kPrefix, step)).string();
+}
+
+std::vector<uint64_t> Checkpointer::ListSteps() const {
+  std::vector<uint64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
+    if (!entry.is_directory()) continue;
+    if (auto step = StepFromName(entry.path().filename().string())) steps.push_back(*step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+absl::Status Checkpointer::Save(const CheckpointData& data) {
+  static std::atomic<uint64_t> counter{0};
+  const fs::path parent(options_.dir);
+  // Leftovers of a save that crashed half-way.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".tmp-ckpt-", 0) == 0 || name.rfind(".old-ckpt-", 0) == 0) {
+      RemoveTreeQuietly(entry.path());
+    }
+  }
+  const std::string unique = absl::StrCat(data.step, "-", ::getpid(), "-", counter++);
+  const fs::path tmp = parent / absl::StrCat(".tmp-ckpt-", unique);
+  fs::create_directory(tmp, ec);
+  if (ec) return absl::InternalError(absl::StrCat("mkdir ", tmp.string(), ": ", ec.message()));
+
+  std::string manifest = absl::StrCat(kManifestMagic, "\nstep ", data.step, "\nversion ",
+                                      data.version, "\n");
+  for (const auto& [name, bytes] : data.parts) {
+    if (!ValidPartName(name)) {
+      RemoveTreeQuietly(tmp);
+      return absl::InvalidArgumentError(absl::StrCat("checkpointer: bad part name \"", name, "\""));
+    }
+    absl::Status s = WriteFileSynced((tmp / (name + ".bin")).string(), bytes);
+    if (!s.ok()) {
+      RemoveTreeQuietly(tmp);
+      return s;
+    }
+    absl::StrAppend(&manifest, "part ", name, " ", bytes.size(), " ", Hex32(Crc32(bytes)), "\n");
+  }
+  absl::StrAppend(&manifest, "end ", Hex32(Crc32(manifest)), "\n");
+  absl::Status s = WriteFileSynced((tmp / kManifest).string(), manifest);
+  if (s.ok()) s = SyncDir(tmp.string());
+  if (!s.ok()) {
+    RemoveTreeQuietly(tmp);
+    return s;
+  }
+
+  const fs::path final_path = PathFor(data.step);
+  if (fs::exists(final_path)) {
+    // rename() cannot replace a non-empty directory: move the old one aside
+    // first (a crash in between leaves it as .old-*, and the other
+    // checkpoints still valid).
+    const fs::path old = parent / absl::StrCat(".old-ckpt-", unique);
+    fs::rename(final_path, old, ec);
+    if (ec) {
+      RemoveTreeQuietly(tmp);
+      return absl::InternalError(absl::StrCat("rename ", final_path.string(), ": ", ec.message()));
+    }
+    RemoveTreeQuietly(old);
+  }
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    RemoveTreeQuietly(tmp);
+    return absl::InternalError(absl::StrCat("rename to ", final_path.string(), ": ", ec.message()));
+  }
+  RETURN_IF_ERROR(SyncDir(parent.string()));
+
+  std::vector<uint64_t> steps = ListSteps();
+  const size_t keep = static_cast<size_t>(options_.keep);
+  if (steps.size() > keep) {
+    for (size_t i = 0; i + keep < steps.size(); ++i) RemoveTreeQuietly(PathFor(steps[i]));
+    (void)SyncDir(parent.string());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string manifest, ReadFile((fs::path(path) / kManifest).string()));
+  // The last line is "end <crc of everything before it>".
+  const size_t end_pos = manifest.rfind("end ");
+  if (end_pos == std::string::npos || (end_pos > 0 && manifest[end_pos - 1] != '\n')) {
+    return absl::DataLossError(absl::StrCat(path, ": manifest has no end line"));
+  }
+  const std::string body = manifest.substr(0, end_pos);
+  std::string end_line = manifest.substr(end_pos);
+  if (!end_line.empty() && end_line.back() == '\n') end_line.pop_back();
+  if (end_line != absl::StrCat("end ", Hex32(Crc32(body)))) {
+    return absl::DataLossError(absl::StrCat(path, ": manifest checksum mismatch"));
+  }
+  CheckpointData data;
+  bool have_step = false, have_version = false;
+  std::vector<std::string> lines = absl::StrSplit(body, '\n', absl::SkipEmpty());
+  if (lines.empty() || lines[0] != kManifestMagic) {
+    return absl::DataLossError(absl::StrCat(path, ": not a checkpoint manifest"));
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(lines[i], ' ');
+    if (f.size() == 2 && f[0] == "step" && absl::SimpleAtoi(f[1], &data.step)) {
+      have_step = true;
+    } else if (f.size() == 2 && f[0] == "version" && absl::SimpleAtoi(f[1], &data.version)) {
+      have_version = true;
+    } else if (f.size() == 4 && f[0] == "part" && ValidPartName(f[1])) {
+      uint64_t size = 0;
+      if (!absl::SimpleAtoi(f[2], &size)) {
+        return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
+      }
+      absl::StatusOr<std::string> bytes = ReadFile((fs::path(path) / (f[1] + ".bin")).string());
+      if (!bytes.ok()) {
+        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));
+      }
+      if (bytes->size() != size) {
+        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], " has ", bytes->size(),
+                                                " bytes, manifest says ", size));
+      }
+      if (Hex32(Crc32(*bytes)) != f[3]) {
+        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], " fails its CRC-32"));
+      }
+      data.parts[f[1]] = *std::move(bytes);
+    } else {
+      return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
+    }
+  }
+  if (!have_step || !have_version) {
+    return absl::DataLossError(absl::StrCat(path, ": manifest lacks step or version"));
+  }
+  return data;
+}
+
+absl::StatusOr<std::optional<CheckpointData>> Checkpointer::LoadLatest() const {
+  std::error_code ec;
+  if (!fs::is_directory(options_.dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("checkpointer: no directory ", options_.dir));
+  }
+  std::vector<uint64_t> steps = ListSteps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    absl::StatusOr<CheckpointData> data = Read(PathFor(*it));
+    if (!data.ok()) {
+      LOG(WARNING) << "checkpointer: skipping " << PathFor(*it) << ": " << data.status();
+      continue;
+    }
+    if (data->step != *it) {
+      LOG(WARNING) << "checkpointer: skipping " << PathFor(*it) << ": manifest step "
+                   << data->step;
+      continue;
+    }
+    return std::optional<CheckpointData>(*std::move(data));
+  }
+  return std::optional<CheckpointData>();
+}
+
+}  // namespace rlvr::learner
