@@ -35,19 +35,22 @@ TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size
   const int64_t d = config.d_model;
   const double std = config.init_std;
   torch::NoGradGuard no_grad;
-  embed_ = register_parameter("embed.weight", torch::randn({vocab_size, d}) * std);
+  embed_ = register_parameter("embed", torch::randn({vocab_size, d}) * std);
+  // Parameter names may not contain '.', so blocks are nested modules:
+  // "layers" -> "<i>" -> parameters, giving "layers.<i>.qkv" and so on.
+  auto layers = register_module("layers", std::make_shared<torch::nn::Module>());
   for (int i = 0; i < config.n_layers; ++i) {
-    const std::string p = absl::StrCat("layers.", i, ".");
+    auto block = layers->register_module(absl::StrCat(i), std::make_shared<torch::nn::Module>());
     Layer l;
-    l.attn_norm = register_parameter(p + "attn_norm.weight", torch::ones({d}));
-    l.qkv = register_parameter(p + "qkv.weight", torch::randn({3 * d, d}) * std);
-    l.out = register_parameter(p + "out.weight", torch::randn({d, d}) * std);
-    l.mlp_norm = register_parameter(p + "mlp_norm.weight", torch::ones({d}));
-    l.gate_up = register_parameter(p + "gate_up.weight", torch::randn({2 * config.d_ff, d}) * std);
-    l.down = register_parameter(p + "down.weight", torch::randn({d, config.d_ff}) * std);
+    l.attn_norm = block->register_parameter("attn_norm", torch::ones({d}));
+    l.qkv = block->register_parameter("qkv", torch::randn({3 * d, d}) * std);
+    l.out = block->register_parameter("out", torch::randn({d, d}) * std);
+    l.mlp_norm = block->register_parameter("mlp_norm", torch::ones({d}));
+    l.gate_up = block->register_parameter("gate_up", torch::randn({2 * config.d_ff, d}) * std);
+    l.down = block->register_parameter("down", torch::randn({d, config.d_ff}) * std);
     layers_.push_back(l);
   }
-  final_norm_ = register_parameter("final_norm.weight", torch::ones({d}));
+  final_norm_ = register_parameter("final_norm", torch::ones({d}));
   inv_freq_ = torch::pow(config.rope_theta,
                          -torch::arange(0, head_dim_, 2, torch::kFloat64) / double(head_dim_));
 }

@@ -9,10 +9,10 @@
 //    real token) and pad keys are masked out, so a row's logits do not depend
 //    on how much padding it got (up to float rounding).
 //
-// Parameter names (used by weights.h): "embed.weight",
-// "layers.<i>.attn_norm.weight", "layers.<i>.qkv.weight",
-// "layers.<i>.out.weight", "layers.<i>.mlp_norm.weight",
-// "layers.<i>.gate_up.weight", "layers.<i>.down.weight", "final_norm.weight".
+// Parameter names (used by weights.h): "embed" [V, D] (also the output
+// projection), per block i "layers.<i>.attn_norm" [D], "layers.<i>.qkv"
+// [3D, D], "layers.<i>.out" [D, D], "layers.<i>.mlp_norm" [D],
+// "layers.<i>.gate_up" [2F, D], "layers.<i>.down" [D, F]; "final_norm" [D].
 // No biases, no buffers. Parameters are float32 unless the caller converts
 // the module (tests use float64).
 //

@@ -109,11 +109,11 @@ TEST(TransformerTest, GradientMatchesFiniteDifferencesInFloat64) {
   loss_fn().backward();
   auto params = m->named_parameters();
   const std::vector<std::pair<std::string, std::vector<int64_t>>> probes = {
-      {"embed.weight", {3, 1}},          {"embed.weight", {9, 30}},
-      {"layers.0.qkv.weight", {5, 2}},   {"layers.0.qkv.weight", {40, 7}},
-      {"layers.1.qkv.weight", {70, 0}},  {"layers.0.out.weight", {1, 1}},
-      {"layers.1.gate_up.weight", {60, 3}}, {"layers.1.down.weight", {2, 47}},
-      {"layers.0.attn_norm.weight", {4}},   {"final_norm.weight", {0}},
+      {"embed", {3, 1}},          {"embed", {9, 30}},
+      {"layers.0.qkv", {5, 2}},   {"layers.0.qkv", {40, 7}},
+      {"layers.1.qkv", {70, 0}},  {"layers.0.out", {1, 1}},
+      {"layers.1.gate_up", {60, 3}}, {"layers.1.down", {2, 47}},
+      {"layers.0.attn_norm", {4}},   {"final_norm", {0}},
   };
   for (const auto& [name, index] : probes) {
     torch::Tensor p = params[name];
@@ -215,7 +215,9 @@ TEST(SamplerTest, GreedyTopKTopPStopsAndLength) {
   for (const auto& x : o) {
     for (size_t t = 0; t + 1 < x.tokens.size(); ++t) EXPECT_NE(x.tokens[t], 7);
     EXPECT_EQ(x.stopped, !x.tokens.empty() && x.tokens.back() == 7);
-    if (!x.stopped) EXPECT_EQ(x.tokens.size(), 30u);
+    if (!x.stopped) {
+      EXPECT_EQ(x.tokens.size(), 30u);
+    }
   }
   std::vector<int> bad = {1, kVocab + 3};
   EXPECT_THROW(Generate(m, {&bad}, {1}, greedy), c10::Error);
