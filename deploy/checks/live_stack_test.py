@@ -47,6 +47,8 @@ pretrain: {steps: 20, batch_size: 16}
 sampling: {max_new_tokens: 4}
 actor: {group_size: 4, max_batch_prompts: 8, threads: 1}
 learner: {buffer_groups: 16, groups_per_update: 4, checkpoint_every: 0, threads: 1}
+# Keep every group so that updates happen even while all rewards are equal.
+batching: {dynamic_sampling: false, reward_balance: none}
 eval: {every: 2, prompts: 20, pass_k: 2}
 run: {total_updates: 100000}
 """
@@ -227,7 +229,8 @@ def main():
         lurl = f"http://127.0.0.1:{lm_port}/metrics"
         wait_for("learner /metrics", lambda: "rlvr_learner_" in http_get(lurl), procs, timeout=30)
         actor = Proc("actor", [binary, "actor", f"--learner=127.0.0.1:{grpc_port}", f"--config={cfg}",
-                               *sets, f"--metrics_port={am_port}", f"--health_port={ah_port}"], work)
+                               *sets, f"--metrics_port={am_port}", f"--health_port={ah_port}",
+                               "--listen_address=127.0.0.1"], work)
         procs.append(actor)
         aurl = f"http://127.0.0.1:{am_port}/metrics"
         wait_for("actor /metrics", lambda: "rlvr_actor_" in http_get(aurl), procs, timeout=30)

@@ -218,7 +218,8 @@ for (const label of sets) {
     }
     for (const c of spec.containers ?? []) {
       const cw = `${where} container "${c.name}"`;
-      if (!external) {
+      // Containers that serve a port need probes; learner workers serve none.
+      if (!external && (c.ports ?? []).length) {
         if (!c.readinessProbe) problem(cw, "readinessProbe is required");
         if (!c.livenessProbe) problem(cw, "livenessProbe is required");
       }
@@ -241,41 +242,57 @@ for (const label of sets) {
   }
   if (requireGpu.has(label) && !gpuSeen) problem(label, "no container requests nvidia.com/gpu (gpu overlay expected)");
 
-  // The learner StatefulSet: rendezvous contract and storage.
-  for (const { obj, where } of byKind("StatefulSet")) {
-    if (!isRlvr(obj) || obj.metadata?.labels?.["app.kubernetes.io/component"] !== "learner") continue;
+  // The learner StatefulSets: rank 0 (RANK "0", one replica, checkpoints)
+  // and optional workers (RANK = pod ordinal + 1); env:// rendezvous.
+  const learnerSets = byKind("StatefulSet").filter((d) =>
+    isRlvr(d.obj) && d.obj.metadata?.labels?.["app.kubernetes.io/component"] === "learner");
+  const envOf = (obj) => new Map(((obj.spec?.template?.spec?.containers ?? [])[0]?.env ?? []).map((e) => [e.name, e]));
+  const POD_INDEX = "metadata.labels['apps.kubernetes.io/pod-index']";
+  const rankZero = learnerSets.filter((d) => envOf(d.obj).get("RANK")?.value === "0");
+  const totalRanks = learnerSets.reduce((n, d) => n + (d.obj.spec?.replicas ?? 1), 0);
+  if (learnerSets.length && rankZero.length !== 1) {
+    problem(label, `expected exactly one learner StatefulSet with RANK "0" (rank 0), found ${rankZero.length}`);
+  }
+  const rank0 = rankZero[0]?.obj;
+  const rank0Host = rank0 ? `${rank0.metadata.name}-0.${rank0.spec?.serviceName}` : "";
+  for (const { obj, where } of learnerSets) {
     const spec = obj.spec ?? {};
     const pod = spec.template?.spec ?? {};
     const c = (pod.containers ?? [])[0] ?? {};
-    const env = new Map((c.env ?? []).map((e) => [e.name, e]));
-    for (const k of ["RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]) {
+    const env = envOf(obj);
+    const isRank0 = obj === rank0;
+    for (const k of ["WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]) {
       if (!env.has(k)) problem(where, `learner container lacks env ${k} (torch env:// rendezvous)`);
     }
-    const replicas = spec.replicas ?? 1;
-    if (env.has("WORLD_SIZE") && Number(env.get("WORLD_SIZE").value) !== replicas) {
-      problem(where, `WORLD_SIZE=${env.get("WORLD_SIZE").value} but replicas=${replicas}: the ranks would never rendezvous`);
+    if (env.has("WORLD_SIZE") && Number(env.get("WORLD_SIZE").value) !== totalRanks) {
+      problem(where, `WORLD_SIZE=${env.get("WORLD_SIZE").value} but the learner StatefulSets run ${totalRanks} replicas in all: the ranks would never rendezvous`);
     }
-    const rankFrom = env.get("RANK")?.valueFrom?.fieldRef?.fieldPath;
-    if (env.has("RANK") && rankFrom !== "metadata.labels['apps.kubernetes.io/pod-index']") {
-      problem(where, "RANK must come from the pod ordinal (metadata.labels['apps.kubernetes.io/pod-index'])");
+    if (!isRank0) {
+      const cmd = [...(c.command ?? []), ...(c.args ?? [])].join(" ");
+      const fromOrdinal = env.get("RANK")?.valueFrom?.fieldRef?.fieldPath === POD_INDEX ||
+        (env.get("POD_INDEX")?.valueFrom?.fieldRef?.fieldPath === POD_INDEX && /--rank=\$\(\(\s*POD_INDEX\s*\+\s*1\s*\)\)/.test(cmd));
+      if (!fromOrdinal) {
+        problem(where, `a learner worker's rank must come from the pod ordinal (${POD_INDEX}), as RANK or as --rank=$((POD_INDEX + 1))`);
+      }
     }
     const master = env.get("MASTER_ADDR")?.value ?? "";
-    if (!master.startsWith(`${obj.metadata.name}-0.${spec.serviceName}`)) {
-      problem(where, `MASTER_ADDR "${master}" is not pod 0's stable name ${obj.metadata.name}-0.${spec.serviceName}`);
+    if (rank0Host && !(master === rank0Host || master.startsWith(`${rank0Host}.`))) {
+      problem(where, `MASTER_ADDR "${master}" is not rank 0's stable name ${rank0Host}`);
     }
+    if (spec.podManagementPolicy !== "Parallel") problem(where, "podManagementPolicy must be Parallel (all ranks start together)");
     const svc = byKind("Service").find((d) => d.obj.metadata?.name === spec.serviceName);
-    if (!svc) problem(where, `serviceName "${spec.serviceName}" has no Service in the rendered set`);
-    else {
-      if (svc.obj.spec?.clusterIP !== "None") problem(svc.where, "the learner's governing Service must be headless (clusterIP: None)");
-      if (svc.obj.spec?.publishNotReadyAddresses !== true) problem(svc.where, "publishNotReadyAddresses must be true so that ranks rendezvous before readiness");
-      const svcPorts = (svc.obj.spec?.ports ?? []).map((p) => p.port);
-      if (!svcPorts.includes(Number(env.get("MASTER_PORT")?.value))) problem(svc.where, `MASTER_PORT ${env.get("MASTER_PORT")?.value} is not a port of the Service`);
-    }
+    if (!svc) { problem(where, `serviceName "${spec.serviceName}" has no Service in the rendered set`); continue; }
+    if (!isRank0) continue;
+    if ((spec.replicas ?? 1) !== 1) problem(where, `rank 0's StatefulSet must have 1 replica, has ${spec.replicas}; scale the workers`);
+    if (svc.obj.spec?.clusterIP !== "None") problem(svc.where, "the learner's governing Service must be headless (clusterIP: None)");
+    if (svc.obj.spec?.publishNotReadyAddresses !== true) problem(svc.where, "publishNotReadyAddresses must be true so that ranks rendezvous before readiness");
+    const svcPorts = (svc.obj.spec?.ports ?? []).map((p) => p.port);
+    if (!svcPorts.includes(Number(env.get("MASTER_PORT")?.value))) problem(svc.where, `MASTER_PORT ${env.get("MASTER_PORT")?.value} is not a port of the Service`);
     if (!(spec.volumeClaimTemplates ?? []).length) problem(where, "no volumeClaimTemplates: checkpoints would not survive a restart");
     if ((pod.terminationGracePeriodSeconds ?? 30) < 120) {
       problem(where, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds ?? 30} is too short for a checkpoint on SIGTERM (>= 120)`);
     }
-    if (spec.podManagementPolicy !== "Parallel") problem(where, "podManagementPolicy must be Parallel (all ranks start together)");
+    if (!(c.args ?? []).includes("--metrics_bind=0.0.0.0")) problem(where, "rank 0 needs --metrics_bind=0.0.0.0 for Prometheus to reach /metrics");
   }
 
   // Actors dial rank 0 of a learner StatefulSet that exists.
@@ -285,8 +302,9 @@ for (const label of sets) {
     const flag = (c.args ?? []).find((a) => a.startsWith("--learner="));
     if (!flag) { problem(where, "actor has no --learner= flag"); continue; }
     const host = flag.slice("--learner=".length).split(":")[0];
-    const ok = byKind("StatefulSet").some((s) => host === `${s.obj.metadata.name}-0.${s.obj.spec?.serviceName}` || host.startsWith(`${s.obj.metadata.name}-0.${s.obj.spec?.serviceName}.`));
-    if (!ok) problem(where, `--learner host "${host}" is not rank 0 of a learner StatefulSet in the rendered set`);
+    if (learnerSets.length && !(host === rank0Host || host.startsWith(`${rank0Host}.`))) {
+      problem(where, `--learner host "${host}" is not rank 0's stable name ${rank0Host || "(no rank 0 in the rendered set)"}`);
+    }
   }
 
   // NetworkPolicy: the learner's gRPC port is open to actors only.
