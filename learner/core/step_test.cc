@@ -1,0 +1,274 @@
+// Oracle 8 (gradient half) with a tiny real policy::Transformer in float64:
+// micro-batch accumulation and 1-vs-2 data-parallel shards give the
+// single-pass gradient; plus diagnostics plumbing.
+#include "learner/core/step.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <random>
+
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+
+namespace rlvr::learner {
+namespace {
+
+constexpr int kVocab = 24;
+
+policy::Transformer TinyModel(uint64_t seed) {
+  torch::manual_seed(seed);
+  ModelConfig c;
+  c.d_model = 16;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.d_ff = 32;
+  c.max_seq_len = 32;
+  c.init_std = 0.3;  // Large enough for non-trivial log-probs.
+  policy::Transformer model(c, kVocab);
+  model->to(torch::kFloat64);
+  return model;
+}
+
+// Groups with a shared completion prefix per group, unequal lengths, binary
+// rewards, and behaviour log-probs near (not equal to) the model's.
+std::vector<Group> MakeGroups(int n, int g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> tok(3, kVocab - 1), len(1, 6), prefix(0, 3);
+  std::normal_distribution<float> noise(0.0f, 0.2f);
+  std::vector<Group> groups(n);
+  for (int i = 0; i < n; ++i) {
+    Group& grp = groups[i];
+    grp.prompt_id = "q" + std::to_string(i);
+    grp.prompt = {1, tok(rng), tok(rng)};
+    std::vector<int> shared;
+    for (int k = prefix(rng); k > 0; --k) shared.push_back(tok(rng));
+    for (int j = 0; j < g; ++j) {
+      Rollout r;
+      r.tokens = shared;
+      for (int k = len(rng); k > 0; --k) r.tokens.push_back(tok(rng));
+      for (size_t k = 0; k < r.tokens.size(); ++k) r.behaviour_logprobs.push_back(-3.0f + noise(rng));
+      r.reward = (j + i) % 3 == 0 ? 1.0 : 0.0;
+      grp.rollouts.push_back(r);
+    }
+  }
+  return groups;
+}
+
+std::vector<torch::Tensor> Grads(policy::Transformer& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) {
+    out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  }
+  return out;
+}
+
+void ZeroGrads(policy::Transformer& model) {
+  for (auto& p : model->parameters()) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+}
+
+double MaxDiff(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  double m = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i] - b[i]).abs().max().item<double>());
+  return m;
+}
+
+double MaxAbs(const std::vector<torch::Tensor>& a) {
+  double m = 0.0;
+  for (const auto& t : a) m = std::max(m, t.abs().max().item<double>());
+  return m;
+}
+
+class StepTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+
+// Behaviour log-probs as lp_old make the ratios differ from 1 (clipping,
+// trust region and the dfpo weights all active), which is the hard case.
+TEST_P(StepTest, MicroBatchesAndShardsMatchSinglePass) {
+  policy::Transformer model = TinyModel(3);
+  std::vector<Group> groups = MakeGroups(7, 5, 4);
+  LossConfig loss;
+  const std::string& name = GetParam();
+  loss.estimator = name.rfind("dfpo", 0) == 0 ? "dfpo" : name;
+  if (name == "dfpo_orthogonal") loss.dfpo_transform = "adv_orthogonal";
+  loss.old_logprobs = "behaviour";
+  loss.clip_eps = 0.5;
+  loss.gspo_eps = 0.5;
+  BatchingConfig batching;
+  batching.reward_balance = "none";
+  auto plan = PlanUpdate(groups, batching, loss, 8, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->steps.size(), 1u);
+  const OptimizerStep& step = plan->steps[0];
+
+  batching.micro_batch_rollouts = 1000;
+  ZeroGrads(model);
+  auto single = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                        nullptr, nullptr);
+  ASSERT_TRUE(single.ok()) << single.status();
+  std::vector<torch::Tensor> g_single = Grads(model);
+  ASSERT_GT(MaxAbs(g_single), 1e-6);
+
+  batching.micro_batch_rollouts = 7;  // Whole groups of 5: micro-batches of one group.
+  ZeroGrads(model);
+  auto micro = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                       nullptr, nullptr);
+  ASSERT_TRUE(micro.ok()) << micro.status();
+  EXPECT_LE(MaxDiff(Grads(model), g_single), 1e-12);
+  EXPECT_NEAR(micro->loss, single->loss, 1e-12);
+
+  // Two ranks, each on its shard with the step's Z; the summed gradient is the step's.
+  ZeroGrads(model);
+  StepDiagnostics merged;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<SelectedGroup> shard = ShardStep(step, rank, 2);
+    EXPECT_FALSE(shard.empty());
+    auto d = AccumulateStepGradients(model, groups, shard, step.normalizer, loss, batching, nullptr,
+                                     nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    merged.Merge(*d);
+  }
+  EXPECT_LE(MaxDiff(Grads(model), g_single), 1e-12);
+  EXPECT_NEAR(merged.loss, single->loss, 1e-12);
+  EXPECT_EQ(merged.tokens, single->tokens);
+  EXPECT_EQ(merged.tokens, step.tokens);
+  EXPECT_NEAR(merged.cancellation_net, single->cancellation_net, 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Estimators, StepTest,
+                         ::testing::Values("dfpo", "dfpo_orthogonal", "grpo", "dr_grpo", "dapo", "gspo"));
+
+TEST(StepDiagnosticsTest, CancellationResidualOnRealModel) {
+  torch::set_num_threads(1);
+  policy::Transformer model = TinyModel(5);
+  std::vector<Group> groups = MakeGroups(6, 6, 8);
+  // Make sure every group shares a prefix of at least two tokens.
+  for (auto& g : groups) {
+    for (auto& r : g.rollouts) {
+      r.tokens.insert(r.tokens.begin(), {7, 8});
+      r.behaviour_logprobs.insert(r.behaviour_logprobs.begin(), {-2.5f, -2.5f});
+    }
+  }
+  BatchingConfig batching;
+  batching.reward_balance = "none";
+  for (const char* est : {"dfpo", "grpo"}) {
+    LossConfig loss;
+    loss.estimator = est;
+    loss.old_logprobs = "behaviour";
+    auto plan = PlanUpdate(groups, batching, loss, 10, 2);
+    ASSERT_TRUE(plan.ok());
+    const OptimizerStep& step = plan->steps[0];
+    ZeroGrads(model);
+    auto d = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                     nullptr, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    d->Finalize();
+    EXPECT_GE(d->shared_cells, 12);
+    if (std::string(est) == "dfpo") {
+      EXPECT_LE(d->cancellation_residual, 1e-6);
+      EXPECT_LE(d->orthogonality_residual, 1e-12);
+    } else {
+      EXPECT_GT(d->cancellation_residual, 0.05);
+    }
+    EXPECT_GT(d->clip_fraction, 0.0);  // Behaviour log-probs are far from the model's.
+    EXPECT_GT(d->kl_behaviour_recomputed, 0.0);
+    EXPECT_GT(d->entropy, 0.0);
+    EXPECT_GT(d->ratio_max, d->ratio_mean);
+    EXPECT_EQ(d->positive_rollouts + d->negative_rollouts, d->rollouts);
+  }
+}
+
+TEST(StepDiagnosticsTest, OnPolicyRecomputeMatchesPrecomputedOld) {
+  torch::set_num_threads(1);
+  policy::Transformer model = TinyModel(6);
+  std::vector<Group> groups = MakeGroups(4, 4, 9);
+  LossConfig loss;  // dfpo, recompute.
+  BatchingConfig batching;
+  batching.reward_balance = "none";
+  auto plan = PlanUpdate(groups, batching, loss, 10, 2);
+  ASSERT_TRUE(plan.ok());
+  const OptimizerStep& step = plan->steps[0];
+  ZeroGrads(model);
+  auto a = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                   nullptr, nullptr);
+  ASSERT_TRUE(a.ok());
+  std::vector<torch::Tensor> g_a = Grads(model);
+  auto old = ComputeOldLogProbs(model, groups, SelectionForRank(*plan, 0, 1), 3);
+  ASSERT_TRUE(old.ok()) << old.status();
+  ZeroGrads(model);
+  auto b = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                   &*old, nullptr);
+  ASSERT_TRUE(b.ok()) << b.status();
+  // Stored as float32, so ratios are 1 up to float32 rounding.
+  EXPECT_LE(MaxDiff(Grads(model), g_a), 1e-5 * MaxAbs(g_a));
+  a->Finalize();
+  b->Finalize();
+  EXPECT_NEAR(b->ratio_mean, 1.0, 1e-6);
+  EXPECT_EQ(a->ratio_max, 1.0);
+  EXPECT_EQ(a->clip_fraction, 0.0);
+}
+
+TEST(StepDiagnosticsTest, ErrorsAreStatuses) {
+  torch::set_num_threads(1);
+  policy::Transformer model = TinyModel(7);
+  std::vector<Group> groups = MakeGroups(2, 3, 10);
+  LossConfig loss;
+  BatchingConfig batching;
+  std::vector<SelectedGroup> shard = {{0, {0, 1, 2}, {0.5, -0.25, -0.25}, 0}};
+  EXPECT_FALSE(AccumulateStepGradients(model, groups, {{5, {0}, {0.0}, 0}}, 1.0, loss, batching,
+                                       nullptr, nullptr).ok());
+  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 0.0, loss, batching, nullptr, nullptr).ok());
+  loss.kl_coef = 0.1;  // Needs a reference.
+  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
+  policy::Transformer reference = TinyModel(8);
+  EXPECT_TRUE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, &reference).ok());
+  loss.kl_coef = 0.0;
+  loss.old_logprobs = "behaviour";
+  groups[0].rollouts[1].behaviour_logprobs.pop_back();
+  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
+  groups[0].rollouts[1].tokens.push_back(kVocab + 5);  // Out of vocabulary: torch error -> Status.
+  groups[0].rollouts[1].behaviour_logprobs.resize(groups[0].rollouts[1].tokens.size(), -1.0f);
+  auto bad = AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_TRUE(AccumulateStepGradients(model, groups, {}, 1.0, loss, batching, nullptr, nullptr).ok());
+}
+
+TEST(StepDiagnosticsTest, MergePackUnpack) {
+  StepDiagnostics a, b;
+  a.loss = 1.5;
+  a.tokens = 10;
+  a.clipped_tokens = 2;
+  a.ratio_sum = 11.0;
+  a.ratio_max = 1.4;
+  a.cancellation_net = 0.1;
+  a.cancellation_abs = 1.0;
+  b.loss = -0.5;
+  b.tokens = 30;
+  b.clipped_tokens = 6;
+  b.ratio_sum = 29.0;
+  b.ratio_max = 1.2;
+  b.cancellation_net = 0.3;
+  b.cancellation_abs = 3.0;
+  b.rollouts = 4;
+  b.reward_sum = 2.0;
+  b.correct_rollouts = 2;
+  a.Merge(b);
+  auto c = StepDiagnostics::Unpack(a.Pack());
+  ASSERT_TRUE(c.ok());
+  c->Finalize();
+  EXPECT_DOUBLE_EQ(c->loss, 1.0);
+  EXPECT_DOUBLE_EQ(c->clip_fraction, 0.2);
+  EXPECT_DOUBLE_EQ(c->ratio_mean, 1.0);
+  EXPECT_DOUBLE_EQ(c->ratio_max, 1.4);
+  EXPECT_DOUBLE_EQ(c->cancellation_residual, 0.1);
+  EXPECT_DOUBLE_EQ(c->reward_mean, 0.5);
+  EXPECT_DOUBLE_EQ(c->accuracy, 0.5);
+  EXPECT_FALSE(StepDiagnostics::Unpack({1.0, 2.0}).ok());
+}
+
+}  // namespace
+}  // namespace rlvr::learner
