@@ -243,6 +243,12 @@ def build():
         ('up{job=~"rlvr-learner|rlvr-actor"}', "{{job}} {{instance}}")], min_=0, max_=1, w=12))
     panels.append(timeseries(L, "Checkpoint duration", "Seconds to write a checkpoint (rank 0).",
                              quantiles("rlvr_learner_checkpoint_seconds", LEARNER), unit="s", w=12))
+    panels.append(timeseries(L, "Refused calls (auth)", "Calls refused for a missing or wrong "
+                             "bearer token, per service and reason (misconfigured or foreign "
+                             "clients).", [
+                                 ('sum by (service, reason) (rate(rlvr_auth_failures_total'
+                                  f'{{job=~"rlvr-learner|rlvr-actor"}}[{RATE}]))', "{{service}} {{reason}}")],
+                             w=12))
 
     return {
         "uid": "rlvr-overview",
