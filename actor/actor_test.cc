@@ -1,0 +1,397 @@
+// The actor against the in-process fake learner (real rlvr.v1 gRPC services
+// on 127.0.0.1:0): weights, leases, groups, faults and shutdown.
+#include "actor/actor.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "actor/testing/fake_learner.h"
+#include "common/grpc_testing.h"
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+#include "common/policy/weights.h"
+#include "common/task.h"
+#include "common/tokenizer.h"
+
+namespace rlvr::actor {
+namespace {
+
+using testing::Corruption;
+using testing::FakeLearner;
+using testing::FakeLearnerOptions;
+
+constexpr double kWaitS = 60;  // Upper bound for any wait; tests normally take < 1 s per step.
+
+ModelConfig SmallModel() {
+  ModelConfig c;
+  c.d_model = 32;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.d_ff = 64;
+  c.max_seq_len = 32;
+  return c;
+}
+
+TaskConfig SmallTask() {
+  TaskConfig t;
+  t.train_size = 100;
+  t.heldout_size = 10;
+  return t;
+}
+
+double MetricValue(prometheus::Registry& registry, const std::string& name) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name || family.metric.empty()) continue;
+    const auto& m = family.metric[0];
+    switch (family.type) {
+      case prometheus::MetricType::Counter:
+        return m.counter.value;
+      case prometheus::MetricType::Gauge:
+        return m.gauge.value;
+      case prometheus::MetricType::Histogram:
+        return static_cast<double>(m.histogram.sample_count);
+      default:
+        return -1;
+    }
+  }
+  return -1;
+}
+
+template <typename Pred>
+bool WaitUntil(Pred pred, double timeout_s = kWaitS) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+class ActorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::set_num_threads(1);
+    tokenizer_ = MakeCharTokenizer();
+    auto task = MakeTask(SmallTask());
+    ASSERT_TRUE(task.ok()) << task.status();
+    task_ = std::move(*task);
+    registry_ = std::make_shared<prometheus::Registry>();
+  }
+
+  void TearDown() override {
+    if (actor_) actor_->Shutdown();
+    actor_.reset();
+    learner_.reset();
+  }
+
+  // A model with its own seed = its own version's weights.
+  policy::Transformer MakeModel(uint64_t seed) {
+    auto model = policy::CreateTransformer(SmallModel(), tokenizer_->vocab_size(), seed);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return *model;
+  }
+
+  FakeLearnerOptions LearnerOptions(int prompts, int group_size) {
+    FakeLearnerOptions o;
+    auto p = testing::PromptsFromTask(*task_, *tokenizer_, prompts);
+    EXPECT_TRUE(p.ok());
+    o.prompts = *p;
+    o.group_size = group_size;
+    o.sampling.set_temperature(1.0);
+    o.sampling.set_top_p(1.0);
+    o.sampling.set_max_new_tokens(6);
+    o.sampling.add_stop_token_ids(tokenizer_->eos_id());
+    o.sampling.set_seed(77);
+    o.vocab_size = tokenizer_->vocab_size();
+    o.chunk_bytes = 4096;  // Several chunks per version.
+    return o;
+  }
+
+  void StartLearner(const FakeLearnerOptions& o) {
+    auto learner = FakeLearner::Start(o);
+    ASSERT_TRUE(learner.ok()) << learner.status();
+    learner_ = std::move(*learner);
+  }
+
+  ActorOptions MakeActorOptions(int capacity) {
+    ActorOptions o;
+    o.learner_address = learner_->address();
+    o.actor_id = "test-actor";
+    o.model = SmallModel();
+    o.task = SmallTask();
+    o.actor.max_batch_prompts = capacity;
+    o.actor.threads = 1;
+    o.actor.reconnect_initial_s = 0.02;
+    o.actor.reconnect_max_s = 0.2;
+    o.actor.shutdown_deadline_s = 10;
+    o.random_seed = 5;
+    return o;
+  }
+
+  void StartActor(const ActorOptions& o) {
+    auto actor = Actor::Create(o, registry_);
+    ASSERT_TRUE(actor.ok()) << actor.status();
+    actor_ = std::move(*actor);
+    ASSERT_TRUE(actor_->Start().ok());
+  }
+
+  std::string Health() {
+    auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", actor_->health_port()),
+                                       grpc::InsecureChannelCredentials());
+    auto h = CheckHealth(channel, "", 5);
+    return h.ok() ? *h : std::string(h.status().message());
+  }
+
+  // Every completion's behaviour log-probs equal `model`'s training forward
+  // within 1e-5, and rewards equal the verifier's.
+  void ExpectGroupsMatch(const std::vector<FakeLearner::Received>& received,
+                         policy::Transformer& model) {
+    torch::NoGradGuard no_grad;
+    std::vector<std::vector<int>> prompts, completions;
+    for (const auto& r : received) {
+      for (const auto& c : r.group.completions()) {
+        prompts.emplace_back(r.lease.prompt_token_ids().begin(), r.lease.prompt_token_ids().end());
+        completions.emplace_back(c.token_ids().begin(), c.token_ids().end());
+        const Verdict v = task_->Verify(r.lease.answer(),
+                                        CompletionText(*tokenizer_, completions.back()));
+        EXPECT_EQ(c.reward(), static_cast<float>(v.reward));
+      }
+    }
+    std::vector<const std::vector<int>*> pp, cp;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      pp.push_back(&prompts[i]);
+      cp.push_back(&completions[i]);
+    }
+    auto lp = policy::ComputeCompletionLogProbs(model, pp, cp, false);
+    auto lpa = lp.logprobs.accessor<float, 2>();
+    int row = 0;
+    double max_err = 0;
+    for (const auto& r : received) {
+      for (const auto& c : r.group.completions()) {
+        for (int t = 0; t < c.behaviour_logprobs_size(); ++t) {
+          max_err = std::max(max_err, std::abs(static_cast<double>(c.behaviour_logprobs(t)) -
+                                               lpa[row][t]));
+        }
+        ++row;
+      }
+    }
+    EXPECT_LT(max_err, 1e-5);
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Task> task_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<FakeLearner> learner_;
+  std::unique_ptr<Actor> actor_;
+};
+
+TEST_F(ActorTest, ReceivesWeightsLeasesAndReturnsCompleteGroups) {
+  constexpr int kPrompts = 12, kG = 4;
+  StartLearner(LearnerOptions(kPrompts, kG));
+  policy::Transformer model = MakeModel(21);
+  StartActor(MakeActorOptions(/*capacity=*/4));
+  // No weights yet: not serving, and no group is generated.
+  EXPECT_EQ(Health(), "NOT_SERVING");
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+
+  ASSERT_TRUE(learner_->WaitForGroups(kPrompts, kWaitS));
+  auto received = learner_->accepted();
+  ASSERT_EQ(static_cast<int>(received.size()), kPrompts);
+  std::set<std::string> prompt_ids;
+  for (const auto& r : received) {
+    EXPECT_EQ(r.group.policy_version(), 1u);
+    EXPECT_EQ(r.group.completions_size(), kG);
+    EXPECT_EQ(r.group.prompt_id(), r.lease.prompt_id());
+    prompt_ids.insert(r.group.prompt_id());
+  }
+  EXPECT_EQ(static_cast<int>(prompt_ids.size()), kPrompts);
+  ExpectGroupsMatch(received, model);
+
+  EXPECT_TRUE(WaitUntil([&] { return actor_->serving(); }));
+  EXPECT_EQ(Health(), "SERVING");
+  const auto fs = learner_->stats();
+  EXPECT_EQ(fs.sessions_opened, 1);
+  EXPECT_EQ(fs.unknown_lease_groups, 0);
+  EXPECT_EQ(fs.wrong_size_groups, 0);
+  EXPECT_EQ(fs.stale_groups, 0);
+  EXPECT_LE(fs.max_outstanding, 4);
+  ASSERT_EQ(fs.incarnations.size(), 1u);
+  EXPECT_FALSE(fs.incarnations[0].empty());
+
+  const ActorStats s = actor_->stats();
+  EXPECT_EQ(s.policy_version, 1u);
+  EXPECT_EQ(s.weight_syncs, 1u);
+  EXPECT_EQ(s.weight_sync_failures, 0u);
+  EXPECT_EQ(s.groups_sent, static_cast<uint64_t>(kPrompts));
+  EXPECT_LE(s.max_leases_held, 4);
+  EXPECT_TRUE(WaitUntil([&] { return actor_->stats().groups_accepted == kPrompts; }));
+
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_groups_sent_total"), kPrompts);
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_policy_version"), 1);
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_session_up"), 1);
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_weight_sync_seconds"), 1);
+  EXPECT_GT(MetricValue(*registry_, "rlvr_actor_tokens_generated_total"), kPrompts * kG - 1);
+  EXPECT_GE(MetricValue(*registry_, "rlvr_actor_generation_seconds"), 1);
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_weight_sync_failures_total"), 0);
+
+  EXPECT_TRUE(actor_->Shutdown());
+  EXPECT_TRUE(WaitUntil([&] { return learner_->stats().sessions_closed_cleanly == 1; }));
+}
+
+TEST_F(ActorTest, ReconnectsAfterTheStreamIsDroppedMidBatchAndContinues) {
+  constexpr int kPrompts = 40;
+  auto lo = LearnerOptions(kPrompts, 4);
+  StartLearner(lo);
+  policy::Transformer model = MakeModel(22);
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+  StartActor(MakeActorOptions(/*capacity=*/4));
+
+  ASSERT_TRUE(learner_->WaitForGroups(4, kWaitS));
+  learner_->DropSessions();  // The actor is generating its next batch now.
+  ASSERT_TRUE(learner_->WaitForSessions(2, kWaitS));
+  ASSERT_TRUE(learner_->WaitForGroups(12, kWaitS));
+  learner_->DropSessions();
+  ASSERT_TRUE(learner_->WaitForSessions(3, kWaitS));
+  // Every prompt is eventually answered exactly once, by the one version.
+  ASSERT_TRUE(learner_->WaitForGroups(kPrompts, kWaitS));
+  auto received = learner_->accepted();
+  EXPECT_EQ(static_cast<int>(received.size()), kPrompts);
+  ExpectGroupsMatch(received, model);
+
+  const auto fs = learner_->stats();
+  ASSERT_GE(fs.incarnations.size(), 3u);
+  // Same process: same incarnation; it already held version 1.
+  EXPECT_EQ(fs.incarnations[0], fs.incarnations[1]);
+  EXPECT_EQ(fs.hello_versions[1], 1u);
+  EXPECT_EQ(fs.unknown_lease_groups, 0);  // Work of a dead session is never sent on a new one.
+  const ActorStats s = actor_->stats();
+  EXPECT_GE(s.reconnects, 2u);
+  EXPECT_GE(s.sessions, 3u);
+  EXPECT_GE(MetricValue(*registry_, "rlvr_actor_reconnects_total"), 2);
+  EXPECT_EQ(s.weight_syncs, 1u);  // The weight watch is independent of the session.
+}
+
+TEST_F(ActorTest, CorruptWeightTransfersAreRejectedRetriedAndNeverUsed) {
+  auto lo = LearnerOptions(/*prompts=*/16, 4);
+  lo.cycle = true;
+  lo.enforce_min_version = false;
+  StartLearner(lo);
+  policy::Transformer v1 = MakeModel(31);
+  policy::Transformer v2 = MakeModel(32);
+  ActorOptions ao = MakeActorOptions(/*capacity=*/4);
+  StartActor(ao);
+
+  // The very first transfer is spoiled: the actor must not serve until a good one arrives.
+  learner_->CorruptNextTransfers(Corruption::kFlipByte, 1);
+  learner_->PublishWeights(1, policy::SerializeWeights(v1, 1));
+  ASSERT_TRUE(WaitUntil([&] { return actor_->policy_version() == 1; }));
+  EXPECT_GE(actor_->stats().weight_sync_failures, 1u);
+  ASSERT_TRUE(learner_->WaitForGroups(8, kWaitS));
+
+  // Version 2: a bad chunk CRC, then a truncated stream, then a good copy.
+  learner_->CorruptNextTransfers(Corruption::kBadChunkCrc, 1);
+  learner_->PublishWeights(2, policy::SerializeWeights(v2, 2));
+  ASSERT_TRUE(WaitUntil([&] { return actor_->stats().weight_sync_failures >= 2; }));
+  learner_->CorruptNextTransfers(Corruption::kTruncate, 1);
+  ASSERT_TRUE(WaitUntil([&] { return actor_->policy_version() == 2; }));
+  const size_t before = learner_->accepted().size();
+  ASSERT_TRUE(learner_->WaitForGroups(static_cast<int>(before) + 8, kWaitS));
+  learner_->SetLeasing(false);
+  actor_->Shutdown();
+
+  const ActorStats s = actor_->stats();
+  EXPECT_GE(s.weight_sync_failures, 2u);
+  EXPECT_EQ(s.weight_syncs, 2u);  // Only the good copies were staged.
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_weight_sync_failures_total"),
+            static_cast<double>(s.weight_sync_failures));
+  EXPECT_GE(learner_->stats().corrupted_transfers, 2);
+
+  std::vector<FakeLearner::Received> by_v1, by_v2;
+  for (const auto& r : learner_->accepted()) {
+    ASSERT_TRUE(r.group.policy_version() == 1 || r.group.policy_version() == 2);
+    (r.group.policy_version() == 1 ? by_v1 : by_v2).push_back(r);
+  }
+  ASSERT_FALSE(by_v1.empty());
+  ASSERT_FALSE(by_v2.empty());
+  // Each group was generated by exactly the good weights of its version.
+  ExpectGroupsMatch(by_v1, v1);
+  ExpectGroupsMatch(by_v2, v2);
+}
+
+TEST_F(ActorTest, NeverHoldsMoreLeasesThanItsCapacity) {
+  constexpr int kPrompts = 20;
+  auto lo = LearnerOptions(kPrompts, 2);
+  lo.extra_grants = 3;  // A misbehaving learner over-grants.
+  StartLearner(lo);
+  policy::Transformer model = MakeModel(41);
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+  StartActor(MakeActorOptions(/*capacity=*/2));
+  ASSERT_TRUE(learner_->WaitForGroups(kPrompts, kWaitS));
+  EXPECT_LE(actor_->stats().max_leases_held, 2);
+  EXPECT_GE(learner_->stats().leases_returned, 3);
+  EXPECT_GE(actor_->stats().leases_returned, 3u);
+}
+
+TEST_F(ActorTest, WaitsForWeightsTheLeaseRequires) {
+  auto lo = LearnerOptions(/*prompts=*/8, 2);
+  lo.max_policy_lag = 0;  // Leases demand the newest version.
+  StartLearner(lo);
+  policy::Transformer v1 = MakeModel(51);
+  policy::Transformer v2 = MakeModel(52);
+  learner_->PublishWeights(1, policy::SerializeWeights(v1, 1));
+  StartActor(MakeActorOptions(/*capacity=*/2));
+  ASSERT_TRUE(learner_->WaitForGroups(2, kWaitS));
+  // New leases now require version 2; the actor must wait for it (or return
+  // them), never answer them with version 1.
+  learner_->PublishWeights(2, policy::SerializeWeights(v2, 2));
+  ASSERT_TRUE(learner_->WaitForGroups(8, kWaitS));
+  EXPECT_EQ(learner_->stats().stale_groups, 0);
+}
+
+TEST_F(ActorTest, ShutdownDrainsAndClosesTheSessionWithinTheDeadline) {
+  auto lo = LearnerOptions(/*prompts=*/16, 4);
+  lo.cycle = true;
+  StartLearner(lo);
+  policy::Transformer model = MakeModel(61);
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+  ActorOptions ao = MakeActorOptions(/*capacity=*/4);
+  ao.actor.shutdown_deadline_s = 5;
+  StartActor(ao);
+  ASSERT_TRUE(learner_->WaitForGroups(8, kWaitS));
+  ASSERT_TRUE(WaitUntil([&] { return actor_->serving(); }));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(actor_->Shutdown());
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, ao.actor.shutdown_deadline_s + 2.5);
+  EXPECT_FALSE(actor_->serving());
+  EXPECT_TRUE(WaitUntil([&] { return learner_->open_sessions() == 0; }));
+  const auto fs = learner_->stats();
+  EXPECT_EQ(fs.sessions_closed_cleanly, 1);  // WritesDone, not a cancelled stream.
+  EXPECT_EQ(fs.unknown_lease_groups, 0);
+  EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_session_up"), 0);
+  EXPECT_TRUE(actor_->Shutdown());  // Idempotent.
+}
+
+TEST_F(ActorTest, ShutdownWithoutALearnerIsPrompt) {
+  // Learner address that refuses connections: start one and stop it again.
+  StartLearner(LearnerOptions(4, 2));
+  ActorOptions ao = MakeActorOptions(2);
+  learner_.reset();
+  ao.actor.shutdown_deadline_s = 2;
+  StartActor(ao);
+  ASSERT_TRUE(WaitUntil([&] { return actor_->stats().reconnects >= 2; }));
+  EXPECT_EQ(Health(), "NOT_SERVING");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(actor_->Shutdown());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.5);
+}
+
+}  // namespace
+}  // namespace rlvr::actor

@@ -1,0 +1,171 @@
+#include "actor/rollout.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvr::actor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Leases that may share one Generate call: identical sampling parameters
+// (the seed is per row, so it is not part of the key).
+using SamplingKey = std::tuple<float, int32_t, float, int32_t, std::vector<int32_t>>;
+
+SamplingKey KeyOf(const rlvr::v1::SamplingParams& p) {
+  return {p.temperature(), p.top_k(), p.top_p(), p.max_new_tokens(),
+          std::vector<int32_t>(p.stop_token_ids().begin(), p.stop_token_ids().end())};
+}
+
+constexpr size_t kMaxReasonBytes = 256;
+
+// Cuts `s` to at most kMaxReasonBytes without splitting a UTF-8 sequence
+// (proto3 strings must stay valid UTF-8).
+std::string TruncateReason(const std::string& s) {
+  if (s.size() <= kMaxReasonBytes) return s;
+  size_t n = kMaxReasonBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+}  // namespace
+
+uint64_t RowSeed(uint64_t lease_seed, int row_in_group) {
+  return SplitMix64(SplitMix64(lease_seed) ^ static_cast<uint64_t>(row_in_group));
+}
+
+policy::SamplingOptions SamplingFromLease(const rlvr::v1::SamplingParams& params) {
+  policy::SamplingOptions o;
+  o.temperature = params.temperature();
+  o.top_k = params.top_k();
+  o.top_p = params.top_p();
+  o.max_new_tokens = params.max_new_tokens();
+  o.stop_token_ids.assign(params.stop_token_ids().begin(), params.stop_token_ids().end());
+  o.greedy = false;
+  return o;
+}
+
+absl::Status ValidateLease(const rlvr::v1::WorkLease& lease, int vocab_size, int max_seq_len) {
+  if (lease.group_size() < 1 || lease.group_size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat("group_size ", lease.group_size()));
+  }
+  if (lease.prompt_token_ids_size() == 0) return absl::InvalidArgumentError("empty prompt");
+  for (int t : lease.prompt_token_ids()) {
+    if (t < 0 || t >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt token ", t, " not in vocab ",
+                                                     vocab_size));
+    }
+  }
+  const auto& s = lease.sampling();
+  if (!(s.temperature() > 0) || !std::isfinite(s.temperature())) {
+    return absl::InvalidArgumentError(absl::StrCat("temperature ", s.temperature()));
+  }
+  if (s.top_k() < 0 || !(s.top_p() > 0 && s.top_p() <= 1)) {
+    return absl::InvalidArgumentError("top_k/top_p out of range");
+  }
+  if (s.max_new_tokens() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("max_new_tokens ", s.max_new_tokens()));
+  }
+  for (int t : s.stop_token_ids()) {
+    if (t < 0 || t >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("stop token ", t, " not in vocab"));
+    }
+  }
+  if (lease.prompt_token_ids_size() + s.max_new_tokens() > max_seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt (", lease.prompt_token_ids_size(), ") + max_new_tokens (", s.max_new_tokens(),
+        ") exceeds max_seq_len ", max_seq_len));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchResult> GenerateGroups(
+    policy::Transformer& model, uint64_t version, const Tokenizer& tokenizer, const Task& task,
+    const std::vector<const rlvr::v1::WorkLease*>& leases) {
+  const auto t_start = Clock::now();
+  BatchResult result;
+  result.groups.resize(leases.size());
+
+  // Prompts as int vectors, once per lease; rows point into them.
+  std::vector<std::vector<int>> prompts(leases.size());
+  std::map<SamplingKey, std::vector<size_t>> by_sampling;
+  for (size_t i = 0; i < leases.size(); ++i) {
+    prompts[i].assign(leases[i]->prompt_token_ids().begin(), leases[i]->prompt_token_ids().end());
+    by_sampling[KeyOf(leases[i]->sampling())].push_back(i);
+  }
+
+  for (const auto& [key, members] : by_sampling) {
+    const policy::SamplingOptions options = SamplingFromLease(leases[members[0]]->sampling());
+    std::vector<const std::vector<int>*> rows;
+    std::vector<uint64_t> seeds;
+    for (size_t i : members) {
+      const auto& lease = *leases[i];
+      for (int j = 0; j < lease.group_size(); ++j) {
+        rows.push_back(&prompts[i]);
+        seeds.push_back(RowSeed(lease.sampling().seed(), j));
+      }
+    }
+    std::vector<policy::Sample> samples;
+    const auto t_gen = Clock::now();
+    try {
+      samples = policy::Generate(model, rows, seeds, options);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("generation failed: ", e.what()));
+    }
+    result.generate_seconds += SecondsSince(t_gen);
+    if (samples.size() != rows.size()) {
+      return absl::InternalError(absl::StrCat("Generate returned ", samples.size(),
+                                              " samples for ", rows.size(), " rows"));
+    }
+
+    size_t row = 0;
+    for (size_t i : members) {
+      const auto& lease = *leases[i];
+      rlvr::v1::RolloutGroup& group = result.groups[i];
+      group.set_lease_id(lease.lease_id());
+      group.set_prompt_id(lease.prompt_id());
+      group.set_policy_version(version);
+      for (int j = 0; j < lease.group_size(); ++j, ++row) {
+        policy::Sample& s = samples[row];
+        rlvr::v1::Completion* c = group.add_completions();
+        c->mutable_token_ids()->Assign(s.tokens.begin(), s.tokens.end());
+        c->mutable_behaviour_logprobs()->Assign(s.logprobs.begin(), s.logprobs.end());
+        std::vector<int> text_tokens = s.tokens;
+        if (s.stopped && !text_tokens.empty()) text_tokens.pop_back();
+        const Verdict verdict = task.Verify(lease.answer(), tokenizer.Decode(text_tokens));
+        c->set_reward(static_cast<float>(verdict.reward));
+        c->set_verifier_reason(TruncateReason(verdict.reason));
+        c->set_finish_reason(s.stopped ? rlvr::v1::FINISH_REASON_STOP
+                                       : rlvr::v1::FINISH_REASON_LENGTH);
+        result.tokens += static_cast<int64_t>(s.tokens.size());
+        result.reward_sum += verdict.reward;
+        ++result.completions;
+      }
+    }
+  }
+
+  result.total_seconds = SecondsSince(t_start);
+  for (auto& g : result.groups) g.set_generation_seconds(result.total_seconds);
+  return result;
+}
+
+}  // namespace rlvr::actor

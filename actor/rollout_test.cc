@@ -1,0 +1,191 @@
+#include "actor/rollout.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <set>
+
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+
+namespace rlvr::actor {
+namespace {
+
+ModelConfig SmallModel() {
+  ModelConfig c;
+  c.d_model = 32;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.d_ff = 64;
+  c.max_seq_len = 32;
+  return c;
+}
+
+class RolloutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::set_num_threads(1);
+    tokenizer_ = MakeCharTokenizer();
+    TaskConfig tc;
+    tc.train_size = 50;
+    tc.heldout_size = 10;
+    auto task = MakeTask(tc);
+    ASSERT_TRUE(task.ok()) << task.status();
+    task_ = std::move(*task);
+    auto model = policy::CreateTransformer(SmallModel(), tokenizer_->vocab_size(), 11);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *model;
+  }
+
+  rlvr::v1::WorkLease Lease(uint64_t id, int prompt, uint64_t seed, int group_size) {
+    const Prompt& p = task_->train()[prompt];
+    rlvr::v1::WorkLease lease;
+    lease.set_lease_id(id);
+    lease.set_prompt_id(p.id);
+    auto tokens = EncodePrompt(*tokenizer_, p.text);
+    lease.mutable_prompt_token_ids()->Assign(tokens->begin(), tokens->end());
+    lease.set_group_size(group_size);
+    lease.set_answer(p.answer);
+    auto* s = lease.mutable_sampling();
+    s->set_temperature(1.0);
+    s->set_top_p(1.0);
+    s->set_max_new_tokens(6);
+    s->add_stop_token_ids(tokenizer_->eos_id());
+    s->set_seed(seed);
+    return lease;
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Task> task_;
+  policy::Transformer model_{nullptr};
+};
+
+TEST(RowSeedTest, DeterministicAndDistinct) {
+  std::set<uint64_t> seen;
+  for (uint64_t lease_seed : {0ull, 1ull, 2ull, 1000ull}) {
+    for (int row = 0; row < 16; ++row) {
+      EXPECT_EQ(RowSeed(lease_seed, row), RowSeed(lease_seed, row));
+      seen.insert(RowSeed(lease_seed, row));
+    }
+  }
+  EXPECT_EQ(seen.size(), 64u);
+}
+
+TEST_F(RolloutTest, ValidateLeaseRejectsBadLeases) {
+  const int vocab = tokenizer_->vocab_size();
+  auto good = Lease(1, 0, 1, 4);
+  EXPECT_TRUE(ValidateLease(good, vocab, 32).ok());
+  auto bad = good;
+  bad.set_group_size(0);
+  EXPECT_FALSE(ValidateLease(bad, vocab, 32).ok());
+  bad = good;
+  bad.add_prompt_token_ids(vocab);
+  EXPECT_FALSE(ValidateLease(bad, vocab, 32).ok());
+  bad = good;
+  bad.clear_prompt_token_ids();
+  EXPECT_FALSE(ValidateLease(bad, vocab, 32).ok());
+  bad = good;
+  bad.mutable_sampling()->set_temperature(0);
+  EXPECT_FALSE(ValidateLease(bad, vocab, 32).ok());
+  bad = good;
+  bad.mutable_sampling()->set_max_new_tokens(0);
+  EXPECT_FALSE(ValidateLease(bad, vocab, 32).ok());
+  EXPECT_FALSE(ValidateLease(good, vocab, good.prompt_token_ids_size() + 2).ok());
+}
+
+TEST_F(RolloutTest, GroupsCarryBehaviourLogProbsRewardsAndVersion) {
+  torch::NoGradGuard no_grad;
+  auto a = Lease(7, 0, 100, 4);
+  auto b = Lease(8, 1, 200, 3);
+  auto result = GenerateGroups(model_, 5, *tokenizer_, *task_, {&a, &b});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->groups.size(), 2u);
+  EXPECT_EQ(result->groups[0].lease_id(), 7u);
+  EXPECT_EQ(result->groups[1].lease_id(), 8u);
+  EXPECT_EQ(result->groups[0].completions_size(), 4);
+  EXPECT_EQ(result->groups[1].completions_size(), 3);
+  EXPECT_EQ(result->completions, 7);
+  EXPECT_GT(result->generate_seconds, 0);
+  EXPECT_LE(result->generate_seconds, result->total_seconds);
+
+  std::vector<std::vector<int>> prompts, completions;
+  const rlvr::v1::WorkLease* leases[] = {&a, &b};
+  int64_t tokens = 0;
+  for (int g = 0; g < 2; ++g) {
+    const auto& group = result->groups[g];
+    EXPECT_EQ(group.policy_version(), 5u);
+    EXPECT_EQ(group.prompt_id(), leases[g]->prompt_id());
+    EXPECT_GE(group.generation_seconds(), 0);
+    for (const auto& c : group.completions()) {
+      ASSERT_EQ(c.token_ids_size(), c.behaviour_logprobs_size());
+      ASSERT_GE(c.token_ids_size(), 1);
+      ASSERT_LE(c.token_ids_size(), 6);
+      std::vector<int> toks(c.token_ids().begin(), c.token_ids().end());
+      tokens += toks.size();
+      const bool stopped = toks.back() == tokenizer_->eos_id();
+      EXPECT_EQ(c.finish_reason(),
+                stopped ? rlvr::v1::FINISH_REASON_STOP : rlvr::v1::FINISH_REASON_LENGTH);
+      if (!stopped) {
+        EXPECT_EQ(toks.size(), 6u);
+      }
+      const Verdict v = task_->Verify(leases[g]->answer(), CompletionText(*tokenizer_, toks));
+      EXPECT_EQ(c.reward(), static_cast<float>(v.reward));
+      EXPECT_EQ(c.verifier_reason(), v.reason);
+      prompts.emplace_back(leases[g]->prompt_token_ids().begin(),
+                           leases[g]->prompt_token_ids().end());
+      completions.push_back(toks);
+    }
+  }
+  EXPECT_EQ(result->tokens, tokens);
+
+  // Behaviour log-probs equal the training forward's.
+  std::vector<const std::vector<int>*> pp, cp;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    pp.push_back(&prompts[i]);
+    cp.push_back(&completions[i]);
+  }
+  auto lp = policy::ComputeCompletionLogProbs(model_, pp, cp, false);
+  int row = 0;
+  for (const auto& group : result->groups) {
+    for (const auto& c : group.completions()) {
+      for (int t = 0; t < c.behaviour_logprobs_size(); ++t) {
+        EXPECT_NEAR(c.behaviour_logprobs(t), lp.logprobs[row][t].item<float>(), 1e-5)
+            << "row " << row << " token " << t;
+      }
+      ++row;
+    }
+  }
+}
+
+TEST_F(RolloutTest, GroupsDoNotDependOnBatchComposition) {
+  torch::NoGradGuard no_grad;
+  auto a = Lease(1, 0, 42, 4);
+  auto b = Lease(2, 3, 43, 4);
+  auto c = Lease(3, 5, 44, 2);
+  auto alone = GenerateGroups(model_, 1, *tokenizer_, *task_, {&a});
+  auto batched = GenerateGroups(model_, 1, *tokenizer_, *task_, {&c, &b, &a});
+  ASSERT_TRUE(alone.ok() && batched.ok());
+  const auto& x = alone->groups[0];
+  const auto& y = batched->groups[2];
+  ASSERT_EQ(x.completions_size(), y.completions_size());
+  for (int i = 0; i < x.completions_size(); ++i) {
+    EXPECT_EQ(std::vector<int>(x.completions(i).token_ids().begin(),
+                               x.completions(i).token_ids().end()),
+              std::vector<int>(y.completions(i).token_ids().begin(),
+                               y.completions(i).token_ids().end()));
+  }
+}
+
+TEST_F(RolloutTest, DifferentSamplingParamsInOneBatch) {
+  torch::NoGradGuard no_grad;
+  auto a = Lease(1, 0, 42, 2);
+  auto b = Lease(2, 1, 43, 2);
+  b.mutable_sampling()->set_max_new_tokens(2);
+  auto result = GenerateGroups(model_, 1, *tokenizer_, *task_, {&a, &b});
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const auto& c : result->groups[1].completions()) EXPECT_LE(c.token_ids_size(), 2);
+}
+
+}  // namespace
+}  // namespace rlvr::actor
