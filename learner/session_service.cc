@@ -17,8 +17,14 @@ namespace rlvr::learner {
 class SessionReactor final
     : public grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage> {
  public:
-  SessionReactor(SessionServiceImpl* service, Ingest* ingest, std::string peer)
+  SessionReactor(SessionServiceImpl* service, Ingest* ingest, std::string peer,
+                 grpc::Status auth)
       : service_(service), ingest_(ingest), peer_(std::move(peer)) {
+    if (!auth.ok()) {
+      absl::MutexLock l(&mu_);
+      RequestFinishLocked(std::move(auth));
+      return;
+    }
     StartRead(&in_);
   }
 
@@ -208,7 +214,8 @@ class SessionReactor final
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
-SessionServiceImpl::SessionServiceImpl(Ingest* ingest) : ingest_(ingest) {
+SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth)
+    : ingest_(ingest), auth_(auth) {
   ingest_->SetWakeCallback([this] { WakeAll(); });
 }
 
@@ -216,7 +223,8 @@ SessionServiceImpl::~SessionServiceImpl() { ingest_->SetWakeCallback(nullptr); }
 
 grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage>*
 SessionServiceImpl::Session(grpc::CallbackServerContext* context) {
-  return new SessionReactor(this, ingest_, context->peer());
+  return new SessionReactor(this, ingest_, context->peer(),
+                            auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK);
 }
 
 void SessionServiceImpl::Register(SessionReactor* r) {

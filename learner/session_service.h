@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "learner/ingest.h"
 #include "rlvr/v1/session.grpc.pb.h"
 
@@ -27,7 +28,8 @@ class SessionReactor;
 class SessionServiceImpl final : public rlvr::v1::SessionService::CallbackService {
  public:
   // `ingest` is not owned. Installs itself as the ingest's wake callback.
-  explicit SessionServiceImpl(Ingest* ingest);
+  // `auth` (nullable, not owned) checks each call's bearer token.
+  explicit SessionServiceImpl(Ingest* ingest, const TokenChecker* auth = nullptr);
   ~SessionServiceImpl() override;
 
   grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage>* Session(
@@ -46,6 +48,7 @@ class SessionServiceImpl final : public rlvr::v1::SessionService::CallbackServic
   void Unregister(SessionReactor* r);
 
   Ingest* const ingest_;
+  const TokenChecker* const auth_;
   absl::Mutex mu_;
   std::set<SessionReactor*> reactors_ ABSL_GUARDED_BY(mu_);
   uint64_t latest_version_ ABSL_GUARDED_BY(mu_) = 0;

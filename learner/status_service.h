@@ -6,27 +6,32 @@
 
 #include <functional>
 
+#include "common/auth.h"
 #include "rlvr/v1/status.grpc.pb.h"
 
 namespace rlvr::learner {
 
 class StatusServiceImpl final : public rlvr::v1::StatusService::CallbackService {
  public:
-  // `provider` is called on gRPC threads; it must be thread-safe.
-  explicit StatusServiceImpl(std::function<rlvr::v1::LearnerStatus()> provider)
-      : provider_(std::move(provider)) {}
+  // `provider` is called on gRPC threads; it must be thread-safe. `auth`
+  // (nullable, not owned) checks each call's bearer token.
+  explicit StatusServiceImpl(std::function<rlvr::v1::LearnerStatus()> provider,
+                             const TokenChecker* auth = nullptr)
+      : provider_(std::move(provider)), auth_(auth) {}
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
                                       const rlvr::v1::GetStatusRequest* request,
                                       rlvr::v1::LearnerStatus* response) override {
-    *response = provider_();
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
+    grpc::Status st = auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK;
+    if (st.ok()) *response = provider_();
+    reactor->Finish(st);
     return reactor;
   }
 
  private:
   std::function<rlvr::v1::LearnerStatus()> provider_;
+  const TokenChecker* const auth_;
 };
 
 }  // namespace rlvr::learner

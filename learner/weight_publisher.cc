@@ -142,8 +142,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-WeightPublisher::WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes)
-    : metrics_(metrics), chunk_bytes_(std::clamp<size_t>(chunk_bytes, 1, kMaxChunkBytes)) {}
+WeightPublisher::WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes,
+                                 const TokenChecker* auth)
+    : metrics_(metrics),
+      chunk_bytes_(std::clamp<size_t>(chunk_bytes, 1, kMaxChunkBytes)),
+      auth_(auth) {}
 
 WeightPublisher::~WeightPublisher() { Shutdown(); }
 
@@ -206,10 +209,14 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WeightPublisher::WatchWeights(
     parsed = req.ParseFromString(bytes);
   }
   auto* r = new WatchReactor(this, req.have_version(), req.watcher_id().substr(0, 128));
-  if (!parsed) {
+  grpc::Status refuse = auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK;
+  if (refuse.ok() && !parsed) {
+    refuse = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad WatchWeightsRequest");
+  }
+  if (!refuse.ok()) {
     absl::MutexLock l(&mu_);
     reactors_.insert(r);
-    r->End(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad WatchWeightsRequest"));
+    r->End(std::move(refuse));
     return r;
   }
   Register(r);

@@ -23,6 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "learner/learner_metrics.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 
@@ -47,7 +48,9 @@ class WeightPublisher final
   static constexpr size_t kMaxChunkBytes = 4 << 20;
 
   // `metrics` may be null (benchmarks); not owned. `chunk_bytes` in [1, 4 MiB].
-  explicit WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes = kMaxChunkBytes);
+  // `auth` (nullable, not owned) checks each call's bearer token.
+  explicit WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes = kMaxChunkBytes,
+                           const TokenChecker* auth = nullptr);
   ~WeightPublisher() override;
 
   // Makes `blob` (the serialized weights of `version`, > every earlier one)
@@ -70,6 +73,7 @@ class WeightPublisher final
 
   LearnerMetrics* const metrics_;
   const size_t chunk_bytes_;
+  const TokenChecker* const auth_;
   // Lock order: mu_ -> a reactor's mutex -> latest_mu_ (a leaf).
   absl::Mutex mu_;
   std::set<WatchReactor*> reactors_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,358 @@
+// Learner transport benchmarks on loopback, each against a raw TCP baseline
+// measured in the same run:
+//  1. rollout ingest: actors' RolloutGroups (G=8 x 256-token completions)
+//     through SessionService (validation, buffering, Acks, new leases) vs the
+//     same bytes pushed through one raw TCP connection;
+//  2. weight fan-out: one 100 MB version to 1, 4 and 8 WatchWeights streams
+//     vs one raw TCP copy of 100 MB per watcher, all at once.
+// Prints a table and the ratios (target >= 0.5 each). Plain main: the runs
+// are long enough that a benchmark framework adds nothing.
+//
+// usage: learner_bench [--groups N] [--blob_mb M]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_util.h"
+#include "learner/ingest.h"
+#include "learner/session_service.h"
+#include "learner/weight_publisher.h"
+
+namespace rlvr::learner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// --- Raw TCP baseline -------------------------------------------------------
+
+int Listen(int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  listen(fd, 64);
+  return fd;
+}
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+void SendAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, 0);
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Receives exactly `n` bytes into `dst` (a copy, as a real receiver makes).
+void RecvAll(int fd, char* dst, size_t n) {
+  while (n > 0) {
+    ssize_t r = recv(fd, dst, n, 0);
+    if (r <= 0) return;
+    dst += r;
+    n -= static_cast<size_t>(r);
+  }
+}
+
+// `streams` concurrent connections, each carrying `messages` x `message`
+// (each message received into its own buffer). Returns seconds.
+double RawTransfer(const std::string& message, size_t messages, int streams) {
+  int port = 0;
+  int lfd = Listen(&port);
+  std::vector<int> client_fds(streams), server_fds(streams);
+  for (int i = 0; i < streams; ++i) {
+    client_fds[i] = Connect(port);
+    server_fds[i] = accept(lfd, nullptr, nullptr);
+  }
+  auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < streams; ++i) {
+    threads.emplace_back([&, i] {
+      for (size_t m = 0; m < messages; ++m) SendAll(client_fds[i], message.data(), message.size());
+    });
+    threads.emplace_back([&, i] {
+      std::string buf(message.size(), '\0');
+      for (size_t m = 0; m < messages; ++m) RecvAll(server_fds[i], buf.data(), buf.size());
+    });
+  }
+  for (auto& t : threads) t.join();
+  double s = Since(t0);
+  for (int i = 0; i < streams; ++i) {
+    close(client_fds[i]);
+    close(server_fds[i]);
+  }
+  close(lfd);
+  return s;
+}
+
+// --- Ingest -----------------------------------------------------------------
+
+constexpr int kGroupSize = 8;
+constexpr int kTokens = 256;
+
+rlvr::v1::ActorMessage TemplateGroup() {
+  rlvr::v1::ActorMessage m;
+  auto* g = m.mutable_group();
+  g->set_policy_version(1);
+  for (int i = 0; i < kGroupSize; ++i) {
+    auto* c = g->add_completions();
+    for (int t = 0; t < kTokens; ++t) {
+      c->add_token_ids(3 + (t * 7 + i) % 90);
+      c->add_behaviour_logprobs(-0.01f * static_cast<float>(1 + (t + i) % 50));
+    }
+    c->set_reward(i % 2 == 0 ? 1.0f : 0.0f);
+    c->set_verifier_reason("correct");
+    c->set_finish_reason(rlvr::v1::FINISH_REASON_LENGTH);
+  }
+  g->set_generation_seconds(0.5);
+  return m;
+}
+
+struct IngestFigures {
+  double seconds = 0;
+  double cpu_seconds = 0;  // Process CPU time (client and server).
+  size_t groups = 0;
+  size_t bytes = 0;
+};
+
+IngestFigures RunIngest(size_t total_groups, int actors) {
+  LearnerMetrics metrics(std::make_shared<prometheus::Registry>());
+  IngestOptions o;
+  o.group_size = kGroupSize;
+  o.sampling.max_new_tokens = kTokens;
+  o.max_policy_lag = 1 << 20;  // Versions never advance here.
+  o.buffer_groups = 512;
+  o.groups_per_update = 64;
+  o.lease_timeout_s = 600;
+  o.max_message_bytes = 16 << 20;
+  o.vocab_size = 99;
+  o.eos_id = 2;
+  std::vector<LeasePrompt> prompts;
+  for (int i = 0; i < 4096; ++i) prompts.push_back({"p" + std::to_string(i), {1, 20, 21, 30}, "1"});
+  Ingest ingest(o, prompts, &metrics);
+  SessionServiceImpl service(&ingest);
+  GrpcServerOptions so;
+  auto started = StartGrpcServer(so, {&service});
+  if (!started.ok()) {
+    std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
+    std::exit(1);
+  }
+  ingest.Start();
+  ingest.Publish(1);
+
+  // The "trainer": drains the buffer as fast as it fills.
+  std::atomic<bool> stop{false};
+  std::thread drain([&] {
+    while (!stop) {
+      auto groups = ingest.WaitForUpdate([&] { return stop.load(); });
+      if (!groups.ok()) break;
+      ingest.CompleteUpdate(*groups);
+    }
+  });
+
+  const rlvr::v1::ActorMessage tmpl = TemplateGroup();
+  std::atomic<size_t> sent{0}, bytes{0}, acked{0};
+  auto t0 = Clock::now();
+  std::vector<std::thread> clients;
+  auto cpu0 = std::clock();
+  for (int a = 0; a < actors; ++a) {
+    clients.emplace_back([&, a] {
+      grpc::ChannelArguments args;
+      args.SetInt("rlvr.bench_actor", a);  // A connection per actor.
+      auto channel = grpc::CreateCustomChannel(
+          "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
+      auto stub = rlvr::v1::SessionService::NewStub(channel);
+      grpc::ClientContext ctx;
+      auto stream = stub->Session(&ctx);
+      rlvr::v1::ActorMessage hello;
+      hello.mutable_hello()->set_actor_id("bench");
+      hello.mutable_hello()->set_capacity(64);
+      stream->Write(hello);
+      absl::Mutex mu;
+      std::deque<rlvr::v1::WorkLease> leases;
+      bool done = false;
+      std::thread reader([&] {
+        rlvr::v1::LearnerMessage m;
+        while (stream->Read(&m)) {
+          if (m.has_lease()) {
+            absl::MutexLock l(&mu);
+            leases.push_back(m.lease());
+          } else if (m.has_ack()) {
+            if (!m.ack().accepted()) std::fprintf(stderr, "rejected: %s\n", m.ack().detail().c_str());
+            if (++acked >= total_groups) {
+              absl::MutexLock l(&mu);
+              done = true;
+            }
+          }
+        }
+        absl::MutexLock l(&mu);
+        done = true;
+      });
+      rlvr::v1::ActorMessage msg = tmpl;
+      while (true) {
+        rlvr::v1::WorkLease lease;
+        {
+          absl::MutexLock l(&mu);
+          auto ready = [&] { return done || !leases.empty(); };
+          mu.Await(absl::Condition(&ready));
+          if (done || sent.load() >= total_groups) break;
+          lease = std::move(leases.front());
+          leases.pop_front();
+        }
+        if (sent.fetch_add(1) >= total_groups) break;
+        msg.mutable_group()->set_lease_id(lease.lease_id());
+        msg.mutable_group()->set_prompt_id(lease.prompt_id());
+        bytes += msg.ByteSizeLong();
+        stream->Write(msg);
+      }
+      // Wait for every Ack, then close.
+      while (acked.load() < total_groups) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ctx.TryCancel();
+      reader.join();
+    });
+  }
+  for (auto& c : clients) c.join();
+  IngestFigures f;
+  f.seconds = Since(t0);
+  f.cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  f.groups = acked.load();
+  f.bytes = bytes.load();
+  stop = true;
+  ingest.Stop();
+  drain.join();
+  started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return f;
+}
+
+// --- Weight fan-out ---------------------------------------------------------
+
+double RunFanout(size_t blob_bytes, int watchers) {
+  WeightPublisher publisher(nullptr);
+  GrpcServerOptions so;
+  auto started = StartGrpcServer(so, {&publisher});
+  if (!started.ok()) std::exit(1);
+  auto blob = std::make_shared<std::string>(blob_bytes, '\0');
+  for (size_t i = 0; i < blob_bytes; i += 64) (*blob)[i] = static_cast<char>(i * 13);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  std::vector<double> ends(watchers);
+  std::atomic<bool> ok{true};
+  for (int w = 0; w < watchers; ++w) {
+    threads.emplace_back([&, w] {
+      grpc::ChannelArguments args;
+      args.SetInt("rlvr.bench_watcher", w);
+      args.SetMaxReceiveMessageSize(8 << 20);
+      // A receive window of a few chunks keeps the stream from stalling on
+      // HTTP/2 flow control (what an actor's weight channel should set).
+      args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+      auto channel = grpc::CreateCustomChannel(
+          "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
+      channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      auto stub = rlvr::v1::WeightService::NewStub(channel);
+      grpc::ClientContext ctx;
+      rlvr::v1::WatchWeightsRequest req;
+      auto reader = stub->WatchWeights(&ctx, req);
+      std::string received;
+      received.reserve(blob_bytes);
+      rlvr::v1::WeightChunk c;
+      ready++;
+      while (reader->Read(&c)) {
+        if (c.offset() != received.size()) ok = false;
+        received.append(c.data());
+        if (c.last()) break;
+      }
+      if (received.size() != blob_bytes) ok = false;
+      ctx.TryCancel();
+    });
+  }
+  while (ready.load() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (publisher.watchers() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto t0 = Clock::now();
+  publisher.Publish(1, blob);
+  for (auto& t : threads) t.join();
+  double s = Since(t0);
+  if (!ok) std::fprintf(stderr, "fan-out: a watcher received a bad blob\n");
+  publisher.Shutdown();
+  started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return s;
+}
+
+}  // namespace
+}  // namespace rlvr::learner
+
+int main(int argc, char** argv) {
+  using namespace rlvr::learner;
+  size_t groups = 3000;
+  size_t blob_mb = 100;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
+  }
+  std::printf("learner_bench: loopback, %u hardware threads\n",
+              std::thread::hardware_concurrency());
+
+  // 1. Ingest.
+  const std::string group_bytes = TemplateGroup().SerializeAsString();
+  std::printf("\n[ingest] RolloutGroup G=%d x %d tokens = %zu bytes on the wire\n", kGroupSize,
+              kTokens, group_bytes.size());
+  RunIngest(200, 1);  // Warm-up.
+  for (int actors : {1, 4}) {
+    IngestFigures f = RunIngest(groups, actors);
+    double raw = RawTransfer(group_bytes, f.groups, actors);
+    const double mb = static_cast<double>(f.bytes) / 1e6;
+    std::printf(
+        "  %d actor stream(s): %zu groups in %.3f s = %.0f groups/s, %.1f MB/s | raw TCP same "
+        "bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
+        actors, f.groups, f.seconds, f.groups / f.seconds, mb / f.seconds, raw, mb / raw,
+        raw / f.seconds);
+    std::printf("    (process CPU during ingest: %.2f s over %.2f s wall)\n", f.cpu_seconds, f.seconds);
+  }
+
+  // 2. Weight fan-out.
+  const size_t blob_bytes = blob_mb << 20;
+  std::printf("\n[fan-out] one version of %zu MiB, 4 MiB chunks\n", blob_mb);
+  RunFanout(8 << 20, 1);  // Warm-up.
+  const std::string chunk(4 << 20, 'x');
+  for (int w : {1, 4, 8}) {
+    double s = RunFanout(blob_bytes, w);
+    double raw = RawTransfer(chunk, blob_bytes / chunk.size(), w);
+    const double total_mb = static_cast<double>(blob_bytes) * w / 1e6;
+    std::printf(
+        "  %d watcher(s): %.3f s = %.0f MB/s aggregate | raw TCP copy per watcher: %.3f s = %.0f "
+        "MB/s | ratio %.2f\n",
+        w, s, total_mb / s, raw, total_mb / raw, raw / s);
+  }
+  return 0;
+}

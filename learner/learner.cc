@@ -1,0 +1,444 @@
+#include "learner/learner.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <glog/logging.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/auth.h"
+#include "common/grpc_util.h"
+#include "common/metrics.h"
+#include "common/policy/evaluate.h"
+#include "common/status_macros.h"
+#include "common/task.h"
+#include "common/tokenizer.h"
+#include "learner/ingest.h"
+#include "learner/learner_metrics.h"
+#include "learner/session_service.h"
+#include "learner/status_service.h"
+#include "learner/trainer/trainer.h"
+#include "learner/weight_publisher.h"
+
+namespace rlvr::learner {
+namespace {
+
+double NowUnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << content;
+    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// Figures of the last update, shared with GetStatus.
+struct UpdateFigures {
+  uint64_t step = 0;
+  uint64_t version = 0;
+  uint64_t tokens_trained = 0;
+  UpdateDiagnostics diag;
+  double step_seconds = 0.0;
+  double last_step_unix_s = 0.0;
+  double heldout_accuracy = -1.0;
+};
+
+class RankZero {
+ public:
+  RankZero(const LearnerOptions& options, TrainerOptions trainer_options,
+           std::shared_ptr<prometheus::Registry> registry)
+      : o_(options),
+        cfg_(options.config),
+        trainer_options_(std::move(trainer_options)),
+        registry_(std::move(registry)),
+        metrics_(registry_) {}
+
+  absl::Status Run();
+
+ private:
+  absl::Status Setup();
+  absl::Status TrainLoop();
+  absl::Status PublishCurrentVersion();
+  absl::Status Checkpoint();
+  absl::StatusOr<double> EvaluateHeldout();
+  void RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
+                    uint64_t version_before, double heldout);
+  rlvr::v1::LearnerStatus Status();
+  bool StopRequested() const { return o_.stop_requested && o_.stop_requested(); }
+
+  const LearnerOptions& o_;
+  const RunConfig& cfg_;
+  TrainerOptions trainer_options_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  LearnerMetrics metrics_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Task> task_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<TokenChecker> auth_;
+  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<WeightPublisher> publisher_;
+  std::unique_ptr<SessionServiceImpl> sessions_;
+  std::unique_ptr<StatusServiceImpl> status_service_;
+  std::unique_ptr<grpc::Server> server_;  // Declared last: destroyed first.
+  std::ofstream metrics_jsonl_;
+  std::ofstream ledger_;
+  uint64_t last_checkpoint_step_ = 0;
+  bool checkpointed_once_ = false;
+
+  absl::Mutex figures_mu_;
+  UpdateFigures figures_ ABSL_GUARDED_BY(figures_mu_);
+};
+
+absl::Status RankZero::Setup() {
+  tokenizer_ = MakeCharTokenizer();
+  ASSIGN_OR_RETURN(task_, MakeTask(cfg_.task));
+  std::vector<LeasePrompt> prompts;
+  prompts.reserve(task_->train().size());
+  for (const Prompt& p : task_->train()) {
+    ASSIGN_OR_RETURN(std::vector<int> tokens, EncodePrompt(*tokenizer_, p.text));
+    prompts.push_back(LeasePrompt{p.id, std::move(tokens), p.answer});
+  }
+  if (prompts.empty()) return absl::InvalidArgumentError("the task has no training prompts");
+
+  metrics_.world_size->Set(o_.world_size);
+  ASSIGN_OR_RETURN(trainer_, Trainer::Create(trainer_options_, registry_));
+  ASSIGN_OR_RETURN(std::string ingest_state, trainer_->Resume());
+
+  IngestOptions io;
+  io.group_size = cfg_.actor.group_size;
+  io.sampling = cfg_.sampling;
+  io.max_policy_lag = cfg_.learner.max_policy_lag;
+  io.buffer_groups = cfg_.learner.buffer_groups;
+  io.groups_per_update = cfg_.learner.groups_per_update;
+  io.lease_timeout_s = cfg_.learner.lease_timeout_s;
+  io.max_message_bytes = cfg_.learner.max_message_bytes;
+  io.max_sessions = cfg_.learner.max_sessions;
+  io.seed = static_cast<uint64_t>(cfg_.learner.seed);
+  io.task_name = task_->name();
+  io.vocab_size = tokenizer_->vocab_size();
+  io.eos_id = tokenizer_->eos_id();
+  ingest_ = std::make_unique<Ingest>(io, std::move(prompts), &metrics_);
+  if (!ingest_state.empty()) {
+    RETURN_IF_ERROR(ingest_->RestoreState(ingest_state));
+    LOG(INFO) << "resumed at step " << trainer_->step() << ", version " << trainer_->version();
+    last_checkpoint_step_ = trainer_->step();
+    checkpointed_once_ = true;
+  }
+  {
+    absl::MutexLock l(&figures_mu_);
+    figures_.step = trainer_->step();
+    figures_.version = trainer_->version();
+  }
+  metrics_.step->Set(static_cast<double>(trainer_->step()));
+
+  if (o_.metrics_port >= 0) {
+    MetricsServerOptions mo;
+    mo.bind_address = o_.metrics_bind;
+    mo.port = o_.metrics_port;
+    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(mo, registry_));
+    LOG(INFO) << "metrics on http://" << o_.metrics_bind << ":" << metrics_server_->port()
+              << "/metrics";
+  }
+
+  auth_ = std::make_unique<TokenChecker>(o_.auth_token, registry_.get(), "learner");
+  const TokenChecker* auth = auth_->enabled() ? auth_.get() : nullptr;
+  publisher_ = std::make_unique<WeightPublisher>(&metrics_, WeightPublisher::kMaxChunkBytes, auth);
+  sessions_ = std::make_unique<SessionServiceImpl>(ingest_.get(), auth);
+  status_service_ = std::make_unique<StatusServiceImpl>([this] { return Status(); }, auth);
+
+  GrpcServerOptions so;
+  so.address = o_.address;
+  // A little above the accepted size, so that an oversize group is answered
+  // with an OVERSIZE Ack instead of the transport cutting the stream.
+  const int64_t max_msg = cfg_.learner.max_message_bytes;
+  so.max_receive_bytes =
+      static_cast<int>(std::min<int64_t>(max_msg + std::max<int64_t>(1 << 20, max_msg / 8),
+                                         std::numeric_limits<int>::max()));
+  so.tls_cert_file = o_.tls_cert;
+  so.tls_key_file = o_.tls_key;
+  so.tls_client_ca_file = o_.tls_client_ca;
+  ASSIGN_OR_RETURN(StartedServer started,
+                   StartGrpcServer(so, {sessions_.get(), publisher_.get(), status_service_.get()}));
+  server_ = std::move(started.server);
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  ingest_->Start();
+
+  RETURN_IF_ERROR(PublishCurrentVersion());
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  LOG(INFO) << "learner rank 0 serving on port " << started.port << " (version "
+            << trainer_->version() << ", world size " << o_.world_size << ")";
+  std::printf("learner listening on port %d\n", started.port);
+  std::fflush(stdout);
+  if (!o_.port_file.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(o_.port_file, absl::StrCat(started.port, "\n")));
+  }
+  if (!o_.metrics_jsonl.empty()) {
+    metrics_jsonl_.open(o_.metrics_jsonl, std::ios::app);
+    if (!metrics_jsonl_) return absl::InternalError(absl::StrCat("cannot open ", o_.metrics_jsonl));
+  }
+  if (!o_.ledger_path.empty()) {
+    ledger_.open(o_.ledger_path, std::ios::app);
+    if (!ledger_) return absl::InternalError(absl::StrCat("cannot open ", o_.ledger_path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankZero::PublishCurrentVersion() {
+  const absl::Time t0 = absl::Now();
+  auto blob = std::make_shared<const std::string>(trainer_->SerializeCurrentWeights());
+  const uint64_t version = trainer_->version();
+  publisher_->Publish(version, blob);
+  sessions_->AnnounceWeights(version, blob->size());
+  ingest_->Publish(version);
+  metrics_.policy_version->Set(static_cast<double>(version));
+  metrics_.weight_publish_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+  return absl::OkStatus();
+}
+
+absl::Status RankZero::Checkpoint() {
+  if (trainer_options_.checkpoint_dir.empty()) return absl::OkStatus();
+  const absl::Time t0 = absl::Now();
+  RETURN_IF_ERROR(trainer_->SaveCheckpoint(ingest_->SerializeState()));
+  metrics_.checkpoint_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+  last_checkpoint_step_ = trainer_->step();
+  checkpointed_once_ = true;
+  LOG(INFO) << "checkpoint at step " << trainer_->step();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> RankZero::EvaluateHeldout() {
+  const auto& heldout = task_->heldout();
+  const size_t n = std::min<size_t>(heldout.size(), std::max(0, cfg_.eval.prompts));
+  if (n == 0) return -1.0;
+  std::vector<Prompt> subset(heldout.begin(), heldout.begin() + n);
+  ASSIGN_OR_RETURN(policy::EvalResult r,
+                   policy::Evaluate(trainer_->model(), *tokenizer_, *task_, subset, /*k=*/0,
+                                    cfg_.eval.pass_temperature, cfg_.sampling.max_new_tokens,
+                                    static_cast<uint64_t>(cfg_.learner.seed)));
+  return r.greedy_accuracy;
+}
+
+void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
+                            uint64_t version_before, double heldout) {
+  const UpdateDiagnostics& d = r.diagnostics;
+  double staleness = 0.0;
+  for (const TrainingGroup& g : groups) {
+    staleness += static_cast<double>(version_before - g.group.policy_version);
+  }
+  if (!groups.empty()) staleness /= static_cast<double>(groups.size());
+  const double now = NowUnixSeconds();
+
+  metrics_.step->Set(static_cast<double>(r.step));
+  metrics_.step_seconds->Observe(r.step_seconds);
+  metrics_.tokens_trained->Increment(static_cast<double>(d.tokens));
+  metrics_.reward_mean->Set(d.reward_mean);
+  metrics_.accuracy->Set(d.accuracy);
+  metrics_.entropy->Set(d.entropy);
+  metrics_.clip_fraction->Set(d.clip_fraction);
+  metrics_.ratio_mean->Set(d.ratio_mean);
+  metrics_.ratio_max->Set(d.ratio_max);
+  metrics_.grad_norm->Set(d.grad_norm);
+  metrics_.kl_behaviour_recomputed->Set(d.kl_behaviour_recomputed);
+  metrics_.cancellation_residual->Set(d.cancellation_residual);
+  metrics_.orthogonality_residual->Set(d.orthogonality_residual);
+  metrics_.zero_variance_fraction->Set(d.zero_variance_fraction);
+  metrics_.positive_rollouts->Set(static_cast<double>(d.positive_rollouts));
+  metrics_.negative_rollouts->Set(static_cast<double>(d.negative_rollouts));
+  metrics_.dropped_zero_variance->Increment(static_cast<double>(d.groups_dropped_zero_variance));
+  metrics_.dropped_balance->Increment(static_cast<double>(d.groups_dropped_balance));
+  metrics_.dropped_trust_region->Increment(static_cast<double>(d.groups_dropped_trust_region));
+  metrics_.last_step_timestamp_seconds->Set(now);
+  if (heldout >= 0) metrics_.heldout_accuracy->Set(heldout);
+  {
+    absl::MutexLock l(&figures_mu_);
+    figures_.step = r.step;
+    figures_.version = r.version;
+    figures_.tokens_trained += static_cast<uint64_t>(std::max<int64_t>(0, d.tokens));
+    figures_.diag = d;
+    figures_.step_seconds = r.step_seconds;
+    figures_.last_step_unix_s = now;
+    if (heldout >= 0) figures_.heldout_accuracy = heldout;
+  }
+
+  if (metrics_jsonl_.is_open()) {
+    nlohmann::json j;
+    j["step"] = r.step;
+    j["version"] = r.version;
+    j["reward"] = d.reward_mean;
+    j["accuracy"] = d.accuracy;
+    j["entropy"] = d.entropy;
+    j["clip_fraction"] = d.clip_fraction;
+    j["ratio_mean"] = d.ratio_mean;
+    j["ratio_max"] = d.ratio_max;
+    j["grad_norm"] = d.grad_norm;
+    j["kl"] = d.kl_behaviour_recomputed;
+    j["cancellation_residual"] = d.cancellation_residual;
+    j["orthogonality_residual"] = d.orthogonality_residual;
+    j["zero_variance_fraction"] = d.zero_variance_fraction;
+    j["positive_rollouts"] = d.positive_rollouts;
+    j["negative_rollouts"] = d.negative_rollouts;
+    j["loss"] = d.loss;
+    j["lr"] = d.lr;
+    j["groups"] = groups.size();
+    j["tokens"] = d.tokens;
+    j["step_seconds"] = r.step_seconds;
+    j["staleness"] = staleness;
+    if (heldout >= 0) j["heldout_accuracy"] = heldout;
+    j["time"] = now;
+    metrics_jsonl_ << j.dump() << "\n";
+    metrics_jsonl_.flush();
+  }
+  if (ledger_.is_open()) {
+    for (const TrainingGroup& g : groups) {
+      nlohmann::json j;
+      j["prompt_index"] = g.group.prompt_index;
+      j["prompt_id"] = g.group.prompt_id;
+      j["lease_id"] = g.group.lease_id;
+      j["version"] = g.group.policy_version;
+      j["step"] = r.step;
+      j["epoch"] = g.slot.epoch;
+      j["position"] = g.slot.position;
+      ledger_ << j.dump() << "\n";
+    }
+    ledger_.flush();
+  }
+}
+
+absl::Status RankZero::TrainLoop() {
+  const int every_ckpt = cfg_.learner.checkpoint_every;
+  const int every_eval = cfg_.eval.every;
+  while (static_cast<int64_t>(trainer_->step()) < o_.total_updates && !StopRequested()) {
+    absl::StatusOr<std::vector<TrainingGroup>> taken =
+        ingest_->WaitForUpdate([this] { return StopRequested(); });
+    if (absl::IsCancelled(taken.status())) break;
+    RETURN_IF_ERROR(taken.status());
+    std::vector<Group> groups;
+    groups.reserve(taken->size());
+    for (const TrainingGroup& g : *taken) groups.push_back(g.group);
+    const uint64_t version_before = trainer_->version();
+    ASSIGN_OR_RETURN(UpdateResult r, trainer_->RunUpdate(std::move(groups), /*stop_after=*/false));
+    ingest_->CompleteUpdate(*taken);
+    RETURN_IF_ERROR(PublishCurrentVersion());
+    double heldout = -1.0;
+    const bool last = static_cast<int64_t>(r.step) >= o_.total_updates;
+    if ((every_eval > 0 && r.step % every_eval == 0) || last) {
+      ASSIGN_OR_RETURN(heldout, EvaluateHeldout());
+    }
+    RecordUpdate(r, *taken, version_before, heldout);
+    LOG(INFO) << "step " << r.step << " version " << r.version << " reward "
+              << r.diagnostics.reward_mean << " accuracy " << r.diagnostics.accuracy << " ("
+              << r.step_seconds << " s)" << (heldout >= 0 ? " heldout " : "")
+              << (heldout >= 0 ? absl::StrCat(heldout) : "");
+    if (every_ckpt > 0 && r.step % every_ckpt == 0) RETURN_IF_ERROR(Checkpoint());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankZero::Run() {
+  absl::Status status = Setup();
+  if (status.ok()) status = TrainLoop();
+  if (!status.ok()) LOG(ERROR) << "learner failed: " << status;
+  // Graceful stop: refuse new leases, answer health NOT_SERVING, checkpoint,
+  // release the other ranks, then end every stream.
+  if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  if (ingest_ != nullptr) ingest_->StopGranting();
+  if (status.ok() && trainer_ != nullptr &&
+      (!checkpointed_once_ || last_checkpoint_step_ != trainer_->step())) {
+    status = Checkpoint();
+  }
+  if (trainer_ != nullptr && o_.world_size > 1) {
+    absl::StatusOr<UpdateResult> stop = trainer_->RunUpdate({}, /*stop_after=*/true);
+    if (!stop.ok()) LOG(WARNING) << "could not tell the other ranks to stop: " << stop.status();
+  }
+  if (publisher_ != nullptr) publisher_->Shutdown();
+  if (ingest_ != nullptr) ingest_->Stop();
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_.reset();
+  }
+  LOG(INFO) << "learner stopped at step " << (trainer_ ? trainer_->step() : 0);
+  return status;
+}
+
+rlvr::v1::LearnerStatus RankZero::Status() {
+  rlvr::v1::LearnerStatus s;
+  IngestSnapshot in = ingest_->Snapshot();
+  s.set_actors_connected(in.sessions);
+  s.set_buffer_groups(in.buffer_groups);
+  s.set_buffer_capacity(in.buffer_capacity);
+  s.set_leases_outstanding(in.leases_outstanding);
+  s.set_groups_accepted(in.groups_accepted);
+  s.set_groups_rejected(in.groups_rejected);
+  s.set_leases_reissued(in.leases_reissued);
+  s.set_epoch(in.epoch);
+  s.set_cursor(in.cursor);
+  s.set_policy_version(in.latest_version);
+  s.set_world_size(o_.world_size);
+  absl::MutexLock l(&figures_mu_);
+  s.set_step(figures_.step);
+  s.set_tokens_trained(figures_.tokens_trained);
+  s.set_reward_mean(figures_.diag.reward_mean);
+  s.set_accuracy(figures_.diag.accuracy);
+  s.set_entropy(figures_.diag.entropy);
+  s.set_clip_fraction(figures_.diag.clip_fraction);
+  s.set_grad_norm(figures_.diag.grad_norm);
+  s.set_kl_behaviour_recomputed(figures_.diag.kl_behaviour_recomputed);
+  s.set_cancellation_residual(figures_.diag.cancellation_residual);
+  s.set_step_seconds(figures_.step_seconds);
+  s.set_last_step_unix_s(figures_.last_step_unix_s);
+  s.set_heldout_accuracy(figures_.heldout_accuracy);
+  return s;
+}
+
+}  // namespace
+
+absl::Status RunLearner(const LearnerOptions& options,
+                        std::shared_ptr<prometheus::Registry> registry) {
+  if (registry == nullptr) registry = std::make_shared<prometheus::Registry>();
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad rank ", options.rank, " for world size ", options.world_size));
+  }
+  at::set_num_threads(options.config.learner.threads);
+  TrainerOptions to = TrainerOptions::FromRunConfig(options.config);
+  to.rank = options.rank;
+  to.world_size = options.world_size;
+  to.master_addr = options.master_addr;
+  to.master_port = options.master_port;
+  to.backend = options.backend;
+  to.total_updates = options.total_updates;
+  to.vocab_size = MakeCharTokenizer()->vocab_size();
+  to.checkpoint_dir = options.run_dir.empty() ? "" : options.run_dir + "/checkpoints";
+  to.base_weights_path = options.base_weights;
+
+  if (options.rank > 0) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(to, nullptr));
+    RETURN_IF_ERROR(trainer->Resume().status());
+    LOG(INFO) << "learner rank " << options.rank << " of " << options.world_size << " ready";
+    while (true) {
+      ASSIGN_OR_RETURN(UpdateResult r, trainer->RunUpdate({}, false));
+      if (r.stop) break;
+    }
+    LOG(INFO) << "learner rank " << options.rank << " stopped at step " << trainer->step();
+    return absl::OkStatus();
+  }
+  RankZero zero(options, std::move(to), std::move(registry));
+  return zero.Run();
+}
+
+}  // namespace rlvr::learner
