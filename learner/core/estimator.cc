@@ -9,6 +9,11 @@
 namespace rlvr::learner {
 namespace {
 
+// [D] Log-ratios entering exp() with gradient are clamped to +-kMaxLogRatio:
+// beyond it a token's (unselected) branch would overflow and turn a zero
+// gradient into NaN (0 * inf). Irrelevant in any sane training regime.
+constexpr double kMaxLogRatio = 20.0;
+
 // How an estimator turns per-token terms x[i,t] into a scalar.
 enum class Aggregation {
   kTokenSum,        // (1/Z) sum_i sum_t x            (dfpo, dr_grpo, dapo)
@@ -73,7 +78,7 @@ class PpoTokenEstimator final : public Estimator {
     CheckInput(in);
     EstimatorOutput out;
     torch::Tensor a = in.advantages.unsqueeze(1);
-    torch::Tensor r = (in.lp_new - in.lp_old).exp();
+    torch::Tensor r = (in.lp_new - in.lp_old).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
     torch::Tensor rd = r.detach();
     torch::Tensor clipped = ((a > 0) & (rd > 1.0 + eps_high_)) | ((a < 0) & (rd < 1.0 - eps_low_));
     torch::Tensor rc = rd.clamp(1.0 - eps_low_, 1.0 + eps_high_);
@@ -123,9 +128,7 @@ class DfpoEstimator final : public Estimator {
       // with the trust-region guard on, any group with a rollout whose
       // |mean log ratio| exceeds the limit (the whole group is dropped).
       torch::Tensor keep_group =
-          torch::zeros({in.num_groups}, in.advantages.options())
-              .index_reduce_(0, in.group_ids, in.advantages.abs(), "amax", /*include_self=*/true) >=
-          1e-12;
+          GroupReduce(in.advantages.abs(), in.group_ids, in.num_groups, /*max=*/true) >= 1e-12;
       if (max_abs_log_ratio_ > 0.0) {
         torch::Tensor bad_row = (seq_log_ratio.abs() > max_abs_log_ratio_).to(in.mask.scalar_type());
         torch::Tensor bad_group = GroupSum(bad_row, in.group_ids, in.num_groups) > 0;
@@ -165,7 +168,9 @@ class GspoEstimator final : public Estimator {
     EstimatorOutput out;
     torch::Tensor log_ratio = in.lp_new - in.lp_old;
     out.ratio = log_ratio.detach().exp();
-    torch::Tensor s = ((log_ratio * in.mask).sum(1) * InverseLengths(in.mask)).exp();
+    torch::Tensor s = ((log_ratio * in.mask).sum(1) * InverseLengths(in.mask))
+                          .clamp(-kMaxLogRatio, kMaxLogRatio)
+                          .exp();
     torch::Tensor sd = s.detach();
     torch::Tensor a = in.advantages;
     torch::Tensor clipped = ((a > 0) & (sd > 1.0 + eps_)) | ((a < 0) & (sd < 1.0 - eps_));
@@ -183,6 +188,18 @@ class GspoEstimator final : public Estimator {
 
 }  // namespace
 
+torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups,
+                          bool max) {
+  // Dense [groups, N] membership: tiny at micro-batch sizes, and avoids the
+  // beta index_reduce/scatter_reduce APIs (which log a warning).
+  torch::Tensor member = torch::arange(num_groups, group_ids.options()).unsqueeze(1) ==
+                         group_ids.unsqueeze(0);
+  const double fill = max ? -std::numeric_limits<double>::infinity()
+                          : std::numeric_limits<double>::infinity();
+  torch::Tensor spread = torch::where(member, x.unsqueeze(0), torch::full({}, fill, x.options()));
+  return max ? std::get<0>(spread.max(1)) : std::get<0>(spread.min(1));
+}
+
 torch::Tensor GroupSum(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups) {
   std::vector<int64_t> shape = x.sizes().vec();
   shape[0] = num_groups;
@@ -193,8 +210,7 @@ torch::Tensor DfpoTransform(const torch::Tensor& c, const torch::Tensor& advanta
                             const torch::Tensor& group_ids, int64_t num_groups,
                             const std::string& transform) {
   if (transform == "min_replace") {
-    torch::Tensor mins = torch::full({num_groups}, std::numeric_limits<double>::infinity(), c.options())
-                             .index_reduce(0, group_ids, c, "amin", /*include_self=*/true);
+    torch::Tensor mins = GroupReduce(c, group_ids, num_groups, /*max=*/false);
     return mins.index_select(0, group_ids);
   }
   TORCH_CHECK(transform == "adv_orthogonal", "unknown dfpo transform ", transform);

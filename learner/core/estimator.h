@@ -72,6 +72,11 @@ torch::Tensor DfpoTransform(const torch::Tensor& c, const torch::Tensor& advanta
                             const torch::Tensor& group_ids, int64_t num_groups,
                             const std::string& transform);
 
+// Per-group max (max=true) or min of x [N] over the group's rows; a group
+// without rows gets -inf / +inf. Differentiable.
+torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups,
+                          bool max);
+
 // Sum over rows of each group: out[g] = sum_{i: gid_i = g} x[i] (x: [N] or [N,T]).
 torch::Tensor GroupSum(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups);
 

@@ -400,6 +400,20 @@ TEST(AllEqualRewardsTest, ZeroLossZeroGradientNoNaN) {
   }
 }
 
+TEST(ExtremeRatioTest, GradientsStayFinite) {
+  Matrix lp_old = {{-50.0, -1.0}, {-1.0, -60.0}, {-1.0}, {-2.0}};
+  Matrix lp_new = {{-0.1, -1.0}, {-1.0, -0.2}, {-80.0}, {-2.0}};
+  for (const char* name : {"dfpo", "dfpo_o", "grpo", "dr_grpo", "dapo", "gspo"}) {
+    LossConfig c = Config(std::string(name) == "dfpo_o" ? "dfpo" : name,
+                          std::string(name) == "dfpo_o" ? "adv_orthogonal" : "min_replace");
+    Batch b = MakeBatch(lp_new, lp_old, {0.5, -0.5, 0.5, -0.5}, {0, 0, 0, 0});
+    double loss = 0;
+    torch::Tensor g = Coefficients(c, b, 6.0, &loss);
+    EXPECT_TRUE(torch::isfinite(g).all().item<bool>()) << name;
+    EXPECT_TRUE(std::isfinite(loss)) << name;
+  }
+}
+
 // ---- DFPO details ---------------------------------------------------------------------
 
 TEST(DfpoTest, TrustRegionDropsWholeGroups) {
