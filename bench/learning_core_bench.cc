@@ -1,0 +1,210 @@
+// Learning-core overhead: for the default model (common/run_config.h
+// ModelConfig) and one optimizer step of 64 groups x G=8 rollouts, the time
+// of AccumulateStepGradients (forward + estimator + diagnostics + backward)
+// against the bare policy forward+backward on the same micro-batches,
+// measured in the same run. Target: the estimator and diagnostics add <= 5%.
+//
+// Also prints the estimator + diagnostics alone on precomputed log-probs of
+// the whole batch (leaf tensor, autograd coefficient, cancellation sums).
+//
+//   bench/learning_core_bench [iterations] [threads]
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "common/policy/logprobs.h"
+#include "common/policy/model.h"
+#include "common/run_config.h"
+#include "common/tokenizer.h"
+#include "learner/core/batcher.h"
+#include "learner/core/diagnostics.h"
+#include "learner/core/estimator.h"
+#include "learner/core/step.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using rlvr::learner::Group;
+using rlvr::learner::Rollout;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Arithmetic-shaped data: BOS + 6 prompt characters; completions of 2..8
+// tokens whose first tokens are often shared within a group.
+std::vector<Group> MakeGroups(int n, int g, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> tok(3, vocab - 1), len(2, 8);
+  std::bernoulli_distribution coin(0.5);
+  std::vector<Group> groups(n);
+  for (int i = 0; i < n; ++i) {
+    groups[i].prompt_id = "b" + std::to_string(i);
+    groups[i].prompt = {0};
+    for (int k = 0; k < 6; ++k) groups[i].prompt.push_back(tok(rng));
+    const int first = tok(rng);
+    for (int j = 0; j < g; ++j) {
+      Rollout r;
+      const int l = len(rng);
+      for (int k = 0; k < l; ++k) r.tokens.push_back(k == 0 && coin(rng) ? first : tok(rng));
+      r.behaviour_logprobs.assign(r.tokens.size(), -4.0f);
+      r.reward = j % 2 == 0 ? 1.0 : 0.0;
+      groups[i].rollouts.push_back(r);
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iterations = argc > 1 ? std::max(3, std::atoi(argv[1])) : 10;
+  const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
+  torch::set_num_threads(threads);
+  torch::manual_seed(1);
+
+  rlvr::RunConfig config;  // Defaults: the model, loss and batching under test.
+  const int vocab = rlvr::MakeCharTokenizer()->vocab_size();
+  rlvr::policy::Transformer model(config.model, vocab);
+  std::vector<Group> groups = MakeGroups(64, 8, vocab, 2);
+
+  rlvr::BatchingConfig batching = config.batching;
+  batching.reward_balance = "none";  // Keep all 512 rollouts in the step.
+  const rlvr::LossConfig loss = config.loss;
+  auto plan = rlvr::learner::PlanUpdate(groups, batching, loss, config.sampling.max_new_tokens, 3);
+  if (!plan.ok() || plan->steps.size() != 1) {
+    std::fprintf(stderr, "plan failed\n");
+    return 1;
+  }
+  const rlvr::learner::OptimizerStep& step = plan->steps[0];
+
+  // Baseline micro-batches: the same whole-group chunks AccumulateStepGradients uses.
+  std::vector<std::vector<const std::vector<int>*>> mb_prompts, mb_completions;
+  {
+    std::vector<const std::vector<int>*> p, c;
+    int rows_in_group_chunk = 0;
+    for (const auto& sg : step.groups) {
+      if (!p.empty() && rows_in_group_chunk + static_cast<int>(sg.rollouts.size()) > batching.micro_batch_rollouts) {
+        mb_prompts.push_back(p);
+        mb_completions.push_back(c);
+        p.clear();
+        c.clear();
+        rows_in_group_chunk = 0;
+      }
+      for (int r : sg.rollouts) {
+        p.push_back(&groups[sg.group].prompt);
+        c.push_back(&groups[sg.group].rollouts[r].tokens);
+      }
+      rows_in_group_chunk += static_cast<int>(sg.rollouts.size());
+    }
+    mb_prompts.push_back(p);
+    mb_completions.push_back(c);
+  }
+
+  auto zero = [&] {
+    for (auto& p : model->parameters()) {
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
+  };
+  auto baseline = [&] {
+    zero();
+    for (size_t m = 0; m < mb_prompts.size(); ++m) {
+      auto out = rlvr::policy::ComputeCompletionLogProbs(model, mb_prompts[m], mb_completions[m], false);
+      out.logprobs.sum().backward();
+    }
+  };
+  auto full = [&] {
+    zero();
+    auto d = rlvr::learner::AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss,
+                                                    batching, nullptr, nullptr);
+    if (!d.ok()) {
+      std::fprintf(stderr, "step failed: %s\n", d.status().ToString().c_str());
+      std::exit(1);
+    }
+  };
+
+  // Estimator + diagnostics alone, on the whole batch's detached log-probs.
+  torch::Tensor lp_all, mask_all;
+  std::vector<int64_t> gid_vec, shared_len;
+  std::vector<double> adv_vec;
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<const std::vector<int>*> p, c;
+    for (size_t k = 0; k < step.groups.size(); ++k) {
+      std::vector<const std::vector<int>*> members;
+      for (size_t j = 0; j < step.groups[k].rollouts.size(); ++j) {
+        p.push_back(&groups[step.groups[k].group].prompt);
+        c.push_back(&groups[step.groups[k].group].rollouts[step.groups[k].rollouts[j]].tokens);
+        members.push_back(c.back());
+        gid_vec.push_back(static_cast<int64_t>(k));
+        adv_vec.push_back(step.groups[k].advantages[j]);
+      }
+      shared_len.push_back(rlvr::learner::CommonPrefixLength(members));
+    }
+    auto out = rlvr::policy::ComputeCompletionLogProbs(model, p, c, false);
+    lp_all = out.logprobs;
+    mask_all = out.mask;
+  }
+  auto estimator = rlvr::learner::MakeEstimator(loss);
+  auto loss_only = [&] {
+    torch::Tensor leaf = lp_all.detach().requires_grad_(true);
+    rlvr::learner::EstimatorInput in;
+    in.lp_new = leaf;
+    in.lp_old = lp_all;
+    in.mask = mask_all;
+    in.advantages = torch::tensor(adv_vec, torch::kFloat64).to(torch::kFloat32);
+    in.group_ids = torch::tensor(gid_vec, torch::kInt64);
+    in.num_groups = static_cast<int64_t>(step.groups.size());
+    in.normalizer = step.normalizer;
+    auto res = (*estimator)->Compute(in);
+    torch::Tensor coeff = torch::autograd::grad({res.loss}, {leaf})[0];
+    auto sums = rlvr::learner::SharedPrefixCancellation(coeff, in.group_ids, in.num_groups, shared_len);
+    (void)sums;
+    (void)res.clipped.sum().item<double>();
+    (void)(res.ratio * mask_all).max().item<double>();
+  };
+
+  for (int w = 0; w < 2; ++w) {
+    baseline();
+    full();
+    loss_only();
+  }
+  std::vector<double> t_base, t_full, t_loss;
+  for (int i = 0; i < iterations; ++i) {
+    auto a = Clock::now();
+    baseline();
+    auto b = Clock::now();
+    full();
+    auto c = Clock::now();
+    loss_only();
+    auto d = Clock::now();
+    t_base.push_back(Seconds(a, b));
+    t_full.push_back(Seconds(b, c));
+    t_loss.push_back(Seconds(c, d));
+  }
+  const double base = Median(t_base), fl = Median(t_full), lo = Median(t_loss);
+  std::printf("learning_core_bench: model d=%d layers=%d heads=%d d_ff=%d vocab=%d, %zu groups, "
+              "%lld rollouts, %lld tokens, micro_batch_rollouts=%d, threads=%d, estimator=%s, "
+              "iterations=%d (medians)\n",
+              config.model.d_model, config.model.n_layers, config.model.n_heads, config.model.d_ff,
+              vocab, step.groups.size(), static_cast<long long>(step.rollouts),
+              static_cast<long long>(step.tokens), batching.micro_batch_rollouts, threads,
+              loss.estimator.c_str(), iterations);
+  std::printf("policy forward+backward (baseline):        %8.2f ms\n", base * 1e3);
+  std::printf("AccumulateStepGradients (full step):       %8.2f ms\n", fl * 1e3);
+  std::printf("added by loss + diagnostics (full-base):   %8.2f ms = %.1f%% of baseline (target <= 5%%)\n",
+              (fl - base) * 1e3, 100.0 * (fl - base) / base);
+  std::printf("estimator + diagnostics alone (1 batch):   %8.2f ms = %.1f%% of baseline\n", lo * 1e3,
+              100.0 * lo / base);
+  return 0;
+}
