@@ -181,18 +181,31 @@ int main(int argc, char** argv) {
   }
   std::vector<double> t_base, t_full, t_loss;
   for (int i = 0; i < iterations; ++i) {
-    auto a = Clock::now();
-    baseline();
-    auto b = Clock::now();
-    full();
+    // Alternate the order so that neither side always runs first.
+    double tb = 0, tf = 0;
+    for (int k = 0; k < 2; ++k) {
+      const bool base_now = (k == 0) == (i % 2 == 0);
+      auto a = Clock::now();
+      if (base_now) {
+        baseline();
+        tb = Seconds(a, Clock::now());
+      } else {
+        full();
+        tf = Seconds(a, Clock::now());
+      }
+    }
     auto c = Clock::now();
     loss_only();
-    auto d = Clock::now();
-    t_base.push_back(Seconds(a, b));
-    t_full.push_back(Seconds(b, c));
-    t_loss.push_back(Seconds(c, d));
+    t_loss.push_back(Seconds(c, Clock::now()));
+    t_base.push_back(tb);
+    t_full.push_back(tf);
   }
   const double base = Median(t_base), fl = Median(t_full), lo = Median(t_loss);
+  // Paired differences (baseline and full step run back to back) are less
+  // sensitive to a machine whose load drifts during the run.
+  std::vector<double> diff;
+  for (size_t i = 0; i < t_base.size(); ++i) diff.push_back(t_full[i] - t_base[i]);
+  const double paired = Median(diff);
   std::printf("learning_core_bench: model d=%d layers=%d heads=%d d_ff=%d vocab=%d, %zu groups, "
               "%lld rollouts, %lld tokens, micro_batch_rollouts=%d, threads=%d, estimator=%s, "
               "iterations=%d (medians)\n",
@@ -204,6 +217,8 @@ int main(int argc, char** argv) {
   std::printf("AccumulateStepGradients (full step):       %8.2f ms\n", fl * 1e3);
   std::printf("added by loss + diagnostics (full-base):   %8.2f ms = %.1f%% of baseline (target <= 5%%)\n",
               (fl - base) * 1e3, 100.0 * (fl - base) / base);
+  std::printf("median paired difference (full-base):     %8.2f ms = %.1f%% of baseline\n",
+              paired * 1e3, 100.0 * paired / base);
   std::printf("estimator + diagnostics alone (1 batch):   %8.2f ms = %.1f%% of baseline\n", lo * 1e3,
               100.0 * lo / base);
   return 0;
