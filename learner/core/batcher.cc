@@ -336,13 +336,14 @@ absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
 std::vector<SelectedGroup> ShardStep(const OptimizerStep& step, int rank, int world_size) {
   if (world_size <= 1) return step.groups;
   if (rank < 0 || rank >= world_size) return {};
-  // Weight = tokens (falls back to rollouts for hand-built steps without token counts).
+  // Weight = rows. Every rank calls this on its own copy of the step, so the
+  // weight may only use fields that every transport of a plan carries (group,
+  // rollouts, advantages); SelectedGroup::tokens is informational.
   std::vector<size_t> order(step.groups.size());
   std::iota(order.begin(), order.end(), 0);
   std::vector<int64_t> weight(step.groups.size());
   for (size_t i = 0; i < step.groups.size(); ++i) {
-    weight[i] = step.groups[i].tokens > 0 ? step.groups[i].tokens
-                                          : static_cast<int64_t>(step.groups[i].rollouts.size());
+    weight[i] = static_cast<int64_t>(step.groups[i].rollouts.size());
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return weight[a] > weight[b]; });

@@ -41,7 +41,8 @@ struct SelectedGroup {
   int group = 0;                  // Index into the PlanUpdate input vector.
   std::vector<int> rollouts;      // Kept rollout indices, ascending.
   std::vector<double> advantages; // One per kept rollout (same order).
-  int64_t tokens = 0;             // Completion tokens of the kept rollouts (filled by PlanUpdate).
+  int64_t tokens = 0;             // Completion tokens of the kept rollouts (filled by PlanUpdate;
+                                  // informational, never needed by ShardStep).
 };
 
 // One optimizer step: whole groups (fragments only when query_preserved=false).
@@ -100,8 +101,11 @@ double StepNormalizer(const LossConfig& loss, int64_t groups, int64_t rollouts, 
                       int max_new_tokens);
 
 // The share of `step` that data-parallel `rank` of `world_size` trains on:
-// whole SelectedGroups, balanced by tokens (largest first onto the least
-// loaded rank, ties to the lower rank), returned in the step's order. The
+// whole SelectedGroups, balanced by rollout count (largest first onto the
+// least loaded rank, ties to the lower rank), returned in the step's order.
+// Uses only `group` and `rollouts`, so ranks that received the plan through a
+// codec that drops SelectedGroup::tokens still agree on the split. (Rows, not
+// tokens: the forward pass pads each micro-batch to its longest row anyway.) The
 // union over ranks is the step, with no overlap. Deterministic. A rank may get
 // nothing when the step has fewer groups than ranks.
 std::vector<SelectedGroup> ShardStep(const OptimizerStep& step, int rank, int world_size);

@@ -260,7 +260,7 @@ TEST(BatcherTest, NormalizerPerEstimator) {
   EXPECT_EQ(StepNormalizer(loss, 3, 24, 100, 8), 3.0);
 }
 
-TEST(BatcherTest, ShardsPartitionTheStepByTokens) {
+TEST(BatcherTest, ShardsPartitionTheStepByRows) {
   std::vector<Group> groups = RandomGroups(13, 8, 11);
   BatchingConfig b;
   b.reward_balance = "none";
@@ -291,6 +291,15 @@ TEST(BatcherTest, ShardsPartitionTheStepByTokens) {
     const int64_t max_group = 8 * 8;
     EXPECT_LE(*std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()),
               max_group);
+  }
+  // A copy without the informational token counts (as a plan codec may
+  // deliver it to other ranks) is split identically.
+  OptimizerStep stripped = step;
+  for (SelectedGroup& sg : stripped.groups) sg.tokens = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::vector<SelectedGroup> a = ShardStep(step, rank, 3), b = ShardStep(stripped, rank, 3);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].group, b[i].group);
   }
   EXPECT_TRUE(ShardStep(step, 3, 2).empty());
 }
