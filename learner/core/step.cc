@@ -115,8 +115,7 @@ const std::vector<float>* OldFor(const OldLogProbs* old, int g, int r) {
   return &old->logprobs[g][r];
 }
 
-absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model,
-                                              const std::vector<Group>& groups, const Rows& rows,
+absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const Rows& rows,
                                               double normalizer, const LossConfig& loss,
                                               const Estimator& estimator, const OldLogProbs* old,
                                               policy::Transformer* reference) {
@@ -355,7 +354,7 @@ absl::StatusOr<StepDiagnostics> AccumulateStepGradients(
     for (auto [begin, end] : MicroBatches(shard, std::max(1, batching.micro_batch_rollouts))) {
       Rows rows = Flatten(groups, shard, begin, end);
       absl::StatusOr<StepDiagnostics> d =
-          RunMicroBatch(model, groups, rows, normalizer, loss, **estimator, old, reference);
+          RunMicroBatch(model, rows, normalizer, loss, **estimator, old, reference);
       if (!d.ok()) return d.status();
       total.Merge(*d);
     }
