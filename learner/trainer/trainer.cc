@@ -1,0 +1,609 @@
+#include "learner/trainer/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics.h"
+#include "common/policy/model.h"
+#include "common/policy/weights.h"
+#include "common/status_macros.h"
+#include "common/tokenizer.h"
+#include "learner/core/batcher.h"
+#include "learner/core/step.h"
+#include "learner/trainer/checkpointer.h"
+#include "learner/trainer/communicator.h"
+#include "learner/trainer/update_codec.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace rlvr::learner {
+namespace {
+
+using internal::TrainerCounters;
+using internal::TrainerState;
+using internal::UpdateMessage;
+
+// Checkpoint part names.
+constexpr char kPartModel[] = "model";
+constexpr char kPartOptimizer[] = "optimizer";
+constexpr char kPartCounters[] = "trainer";
+constexpr char kPartRng[] = "rng";
+constexpr char kPartIngest[] = "ingest";
+
+// Runs `fn`, converting LibTorch exceptions into a Status naming `what`.
+template <typename Fn>
+absl::Status Guarded(const char* what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+  }
+}
+
+// splitmix64: decorrelates the per-update planner seeds.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Trainer-side metrics (rank 0 only). Names: the project's metric contract.
+struct TrainerMetrics {
+  explicit TrainerMetrics(prometheus::Registry& r) {
+    auto gauge = [&r](const std::string& name, const std::string& help) -> prometheus::Gauge& {
+      return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+    };
+    step = &gauge("rlvr_learner_step", "Learner updates done.");
+    version = &gauge("rlvr_learner_policy_version", "Current policy version.");
+    reward_mean = &gauge("rlvr_learner_reward_mean", "Mean reward of the last update's rollouts.");
+    accuracy = &gauge("rlvr_learner_accuracy", "Fraction of correct rollouts, last update.");
+    entropy = &gauge("rlvr_learner_entropy", "Mean token entropy, last update.");
+    clip_fraction = &gauge("rlvr_learner_clip_fraction", "Clipped fraction, last update.");
+    ratio_mean = &gauge("rlvr_learner_ratio_mean", "Mean importance ratio, last update.");
+    ratio_max = &gauge("rlvr_learner_ratio_max", "Max importance ratio, last update.");
+    grad_norm = &gauge("rlvr_learner_grad_norm", "Pre-clip global grad norm, last update.");
+    kl = &gauge("rlvr_learner_kl_behaviour_recomputed",
+                "KL(behaviour || recomputed old policy), last update.");
+    cancellation = &gauge("rlvr_learner_cancellation_residual",
+                          "Shared-prefix cancellation residual, last update.");
+    orthogonality = &gauge("rlvr_learner_orthogonality_residual",
+                           "DFPO orthogonality residual, last update.");
+    zero_variance = &gauge("rlvr_learner_zero_variance_fraction",
+                           "Fraction of all-equal-reward groups, last update.");
+    positive = &gauge("rlvr_learner_positive_rollouts", "Kept positive rollouts, last update.");
+    negative = &gauge("rlvr_learner_negative_rollouts", "Kept negative rollouts, last update.");
+    world_size = &gauge("rlvr_learner_world_size", "Data-parallel learner ranks.");
+    last_step_timestamp = &gauge("rlvr_learner_last_step_timestamp_seconds",
+                                 "Unix time of the last finished update.");
+    step_seconds = &prometheus::BuildHistogram()
+                        .Name("rlvr_learner_step_seconds")
+                        .Help("Wall time of one learner update.")
+                        .Register(r)
+                        .Add({}, prometheus::Histogram::BucketBoundaries(SecondsBuckets()));
+    checkpoint_seconds = &prometheus::BuildHistogram()
+                              .Name("rlvr_learner_checkpoint_seconds")
+                              .Help("Wall time of writing one checkpoint.")
+                              .Register(r)
+                              .Add({}, prometheus::Histogram::BucketBoundaries(SecondsBuckets()));
+    tokens = &prometheus::BuildCounter()
+                  .Name("rlvr_learner_tokens_trained_total")
+                  .Help("Completion tokens trained on (every optimizer step).")
+                  .Register(r)
+                  .Add({});
+    auto& dropped = prometheus::BuildCounter()
+                        .Name("rlvr_learner_groups_dropped_total")
+                        .Help("Groups dropped before training, by reason.")
+                        .Register(r);
+    dropped_zero_variance = &dropped.Add({{"reason", "zero_variance"}});
+    dropped_balance = &dropped.Add({{"reason", "balance"}});
+    dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
+  }
+
+  prometheus::Gauge *step, *version, *reward_mean, *accuracy, *entropy, *clip_fraction,
+      *ratio_mean, *ratio_max, *grad_norm, *kl, *cancellation, *orthogonality, *zero_variance,
+      *positive, *negative, *world_size, *last_step_timestamp;
+  prometheus::Histogram *step_seconds, *checkpoint_seconds;
+  prometheus::Counter *tokens, *dropped_zero_variance, *dropped_balance, *dropped_trust_region;
+};
+
+}  // namespace
+
+TrainerOptions TrainerOptions::FromRunConfig(const RunConfig& config) {
+  TrainerOptions o;
+  o.model = config.model;
+  o.loss = config.loss;
+  o.batching = config.batching;
+  o.optim = config.optim;
+  o.learner = config.learner;
+  o.max_new_tokens = config.sampling.max_new_tokens;
+  o.total_updates = config.run.total_updates;
+  return o;
+}
+
+class Trainer::Impl {
+ public:
+  explicit Impl(const TrainerOptions& options) : options_(options) {}
+
+  absl::Status Init(std::shared_ptr<prometheus::Registry> registry) {
+    const auto timeout = absl::Seconds(options_.learner.collective_timeout_s);
+    torch::set_num_threads(std::max(1, options_.learner.threads));
+    int vocab = options_.vocab_size;
+    if (vocab <= 0) vocab = MakeCharTokenizer()->vocab_size();
+    const uint64_t init_seed = static_cast<uint64_t>(options_.learner.seed);
+    // CreateTransformer seeds and draws from the process-wide torch RNG;
+    // trainers created concurrently in one process (tests) take turns.
+    {
+      static std::mutex* init_mutex = new std::mutex;
+      std::lock_guard<std::mutex> init_lock(*init_mutex);
+      ASSIGN_OR_RETURN(model_, policy::CreateTransformer(options_.model, vocab, init_seed));
+      if (options_.loss.kl_coef > 0) {
+        ASSIGN_OR_RETURN(reference_, policy::CreateTransformer(options_.model, vocab, init_seed));
+      }
+    }
+    // Base weights are read by rank 0 only; the other ranks get rank 0's
+    // state (weights, reference, optimizer) with their first update.
+    if (options_.rank == 0 && !options_.base_weights_path.empty()) {
+      RETURN_IF_ERROR(policy::LoadWeightsFile(options_.base_weights_path, model_, nullptr));
+      if (!reference_.is_empty()) {
+        RETURN_IF_ERROR(policy::LoadWeightsFile(options_.base_weights_path, reference_, nullptr));
+      }
+    }
+    if (!reference_.is_empty()) {
+      reference_->eval();
+      for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+    }
+    RETURN_IF_ERROR(Guarded("AdamW", [&] {
+      torch::optim::AdamWOptions adam(options_.optim.lr);
+      adam.betas({options_.optim.beta1, options_.optim.beta2})
+          .eps(options_.optim.eps)
+          .weight_decay(options_.optim.weight_decay);
+      optimizer_ = std::make_unique<torch::optim::AdamW>(model_->parameters(), adam);
+      return absl::OkStatus();
+    }));
+    if (!options_.checkpoint_dir.empty() && options_.rank == 0) {
+      ASSIGN_OR_RETURN(checkpointer_,
+                       Checkpointer::Create({.dir = options_.checkpoint_dir,
+                                             .keep = std::max(1, options_.learner.keep_checkpoints)}));
+    }
+    CommunicatorOptions comm;
+    comm.backend = options_.backend;
+    comm.rank = options_.rank;
+    comm.world_size = options_.world_size;
+    comm.master_addr = options_.master_addr;
+    comm.master_port = options_.master_port;
+    comm.timeout = timeout;
+    ASSIGN_OR_RETURN(comm_, MakeCommunicator(comm));
+    sync_pending_ = options_.world_size > 1;
+    if (registry != nullptr && options_.rank == 0) {
+      metrics_ = std::make_unique<TrainerMetrics>(*registry);
+      metrics_->world_size->Set(options_.world_size);
+      metrics_->step->Set(0);
+      metrics_->version->Set(0);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<UpdateResult> RunUpdate(std::vector<Group> groups, bool stop_after) {
+    const auto start = std::chrono::steady_clock::now();
+    if (broken_) {
+      return absl::FailedPreconditionError(
+          "trainer: unusable after an earlier failed update (ranks out of step)");
+    }
+    absl::StatusOr<UpdateResult> result = absl::InternalError("RunUpdate: no result");
+    absl::Status thrown = Guarded("RunUpdate", [&] {
+      result = RunUpdateInner(std::move(groups), stop_after);
+      return absl::OkStatus();
+    });
+    if (!thrown.ok()) result = thrown;
+    if (!result.ok()) {
+      broken_ = true;
+      return result.status();
+    }
+    result->step_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (metrics_ && result->trained) Publish(*result);
+    return result;
+  }
+
+  absl::Status SaveCheckpoint(const std::string& ingest_state) {
+    if (options_.rank != 0) return absl::OkStatus();
+    if (!checkpointer_) {
+      return absl::FailedPreconditionError("trainer: SaveCheckpoint without a checkpoint_dir");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CheckpointData data;
+    data.step = step_;
+    data.version = version_;
+    RETURN_IF_ERROR(Guarded("checkpoint state", [&] {
+      data.parts[kPartModel] = policy::SerializeWeights(model_, version_);
+      ASSIGN_OR_RETURN(data.parts[kPartOptimizer], SerializeOptimizer());
+      data.parts[kPartRng] = SerializeRng();
+      return absl::OkStatus();
+    }));
+    data.parts[kPartCounters] = internal::EncodeCounters(Counters());
+    data.parts[kPartIngest] = ingest_state;
+    RETURN_IF_ERROR(checkpointer_->Save(data));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (metrics_) metrics_->checkpoint_seconds->Observe(seconds);
+    LOG(INFO) << "trainer: checkpoint step " << step_ << " version " << version_ << " written to "
+              << checkpointer_->PathFor(step_) << " in " << seconds << " s";
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> Resume() {
+    if (options_.rank != 0 || !checkpointer_) return std::string();
+    ASSIGN_OR_RETURN(std::optional<CheckpointData> data, checkpointer_->LoadLatest());
+    if (!data.has_value()) {
+      LOG(INFO) << "trainer: no checkpoint in " << options_.checkpoint_dir << "; starting fresh";
+      return std::string();
+    }
+    for (const char* part : {kPartModel, kPartOptimizer, kPartCounters, kPartRng, kPartIngest}) {
+      if (!data->parts.count(part)) {
+        return absl::DataLossError(absl::StrCat("checkpoint step ", data->step, " lacks part ", part));
+      }
+    }
+    ASSIGN_OR_RETURN(TrainerCounters counters, internal::DecodeCounters(data->parts[kPartCounters]));
+    RETURN_IF_ERROR(policy::LoadWeights(data->parts[kPartModel], model_, nullptr));
+    RETURN_IF_ERROR(LoadOptimizer(data->parts[kPartOptimizer]));
+    RETURN_IF_ERROR(LoadRng(data->parts[kPartRng]));
+    SetCounters(counters);
+    sync_pending_ = options_.world_size > 1;
+    if (metrics_) {
+      metrics_->step->Set(static_cast<double>(step_));
+      metrics_->version->Set(static_cast<double>(version_));
+    }
+    LOG(INFO) << "trainer: resumed from " << checkpointer_->PathFor(data->step) << " (step "
+              << step_ << ", version " << version_ << ")";
+    return std::move(data->parts[kPartIngest]);
+  }
+
+  std::string SerializeCurrentWeights() { return policy::SerializeWeights(model_, version_); }
+
+  double LearningRate(uint64_t optimizer_step) const {
+    const OptimConfig& o = options_.optim;
+    const double s = static_cast<double>(optimizer_step);
+    if (o.warmup_steps > 0 && s < o.warmup_steps) return o.lr * (s + 1) / o.warmup_steps;
+    if (o.schedule != "cosine") return o.lr;
+    const double total = static_cast<double>(std::max(1, options_.total_updates)) *
+                         std::max(1, options_.batching.mini_batches) *
+                         std::max(1, options_.batching.epochs);
+    const double span = std::max(1.0, total - o.warmup_steps);
+    const double progress = std::clamp((s - o.warmup_steps) / span, 0.0, 1.0);
+    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
+  }
+
+  uint64_t step_ = 0;
+  uint64_t version_ = 0;
+  uint64_t optimizer_steps_ = 0;
+  const TrainerOptions options_;
+  std::unique_ptr<Communicator> comm_;
+  policy::Transformer model_{nullptr};
+
+ private:
+  TrainerCounters Counters() const { return {step_, version_, optimizer_steps_}; }
+  void SetCounters(const TrainerCounters& c) {
+    step_ = c.step;
+    version_ = c.version;
+    optimizer_steps_ = c.optimizer_steps;
+  }
+
+  absl::StatusOr<std::string> SerializeOptimizer() {
+    std::string out;
+    RETURN_IF_ERROR(Guarded("save optimizer", [&] {
+      torch::serialize::OutputArchive archive;
+      optimizer_->save(archive);
+      std::ostringstream stream;
+      archive.save_to(stream);
+      out = stream.str();
+      return absl::OkStatus();
+    }));
+    return out;
+  }
+
+  absl::Status LoadOptimizer(const std::string& bytes) {
+    return Guarded("load optimizer", [&] {
+      torch::serialize::InputArchive archive;
+      archive.load_from(bytes.data(), bytes.size());
+      optimizer_->load(archive);
+      return absl::OkStatus();
+    });
+  }
+
+  // The default CPU generator's state (the only RNG the trainer's torch code
+  // could draw from; the planner's randomness comes from explicit seeds).
+  std::string SerializeRng() {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    at::Tensor state = gen.get_state();
+    return std::string(reinterpret_cast<const char*>(state.data_ptr<uint8_t>()), state.numel());
+  }
+
+  absl::Status LoadRng(const std::string& bytes) {
+    return Guarded("load rng", [&] {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      at::Tensor state = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+      std::memcpy(state.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+      return absl::OkStatus();
+    });
+  }
+
+  absl::StatusOr<TrainerState> CaptureState() {
+    TrainerState s;
+    s.counters = Counters();
+    RETURN_IF_ERROR(Guarded("capture state", [&] {
+      s.weights = policy::SerializeWeights(model_, version_);
+      if (!reference_.is_empty()) s.reference_weights = policy::SerializeWeights(reference_, 0);
+      return absl::OkStatus();
+    }));
+    ASSIGN_OR_RETURN(s.optimizer, SerializeOptimizer());
+    return s;
+  }
+
+  absl::Status ApplyState(const TrainerState& s) {
+    RETURN_IF_ERROR(policy::LoadWeights(s.weights, model_, nullptr));
+    if (!reference_.is_empty()) {
+      if (s.reference_weights.empty()) {
+        return absl::FailedPreconditionError("trainer: rank 0 sent no KL reference weights");
+      }
+      RETURN_IF_ERROR(policy::LoadWeights(s.reference_weights, reference_, nullptr));
+    }
+    RETURN_IF_ERROR(LoadOptimizer(s.optimizer));
+    SetCounters(s.counters);
+    return absl::OkStatus();
+  }
+
+  // Rank 0 builds the message, everyone gets it.
+  absl::StatusOr<UpdateMessage> ExchangeMessage(std::vector<Group> groups, bool stop_after) {
+    if (options_.rank == 0) {
+      UpdateMessage m;
+      m.stop = stop_after;
+      if (!groups.empty()) {
+        const uint64_t seed = Mix(static_cast<uint64_t>(options_.learner.seed) ^ Mix(step_));
+        ASSIGN_OR_RETURN(m.plan, PlanUpdate(groups, options_.batching, options_.loss,
+                                            options_.max_new_tokens, seed));
+      }
+      m.groups = std::move(groups);
+      if (options_.world_size == 1) return m;
+      if (sync_pending_) {
+        ASSIGN_OR_RETURN(TrainerState state, CaptureState());
+        m.state = std::move(state);
+      }
+      std::string bytes = internal::EncodeUpdateMessage(m);
+      RETURN_IF_ERROR(comm_->BroadcastBytes(&bytes, 0));
+      sync_pending_ = false;
+      m.state.reset();
+      return m;
+    }
+    if (!groups.empty()) {
+      return absl::InvalidArgumentError("trainer: ranks > 0 must pass no groups to RunUpdate");
+    }
+    std::string bytes;
+    // Rank 0 may spend a long time collecting rollouts between updates.
+    RETURN_IF_ERROR(comm_->BroadcastBytes(&bytes, 0, options_.idle_timeout));
+    ASSIGN_OR_RETURN(UpdateMessage m, internal::DecodeUpdateMessage(bytes));
+    if (m.state) {
+      RETURN_IF_ERROR(ApplyState(*m.state));
+      m.state.reset();
+    }
+    return m;
+  }
+
+  // Sums the parameters' gradients over ranks, clips, and returns the
+  // pre-clip global norm.
+  absl::StatusOr<double> ReduceAndClip(const std::vector<torch::Tensor>& params) {
+    std::vector<torch::Tensor> pieces;
+    pieces.reserve(params.size());
+    for (const auto& p : params) {
+      pieces.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}, p.options()));
+    }
+    torch::Tensor flat = torch::cat(pieces);
+    if (comm_->world_size() > 1) RETURN_IF_ERROR(comm_->AllReduceSum(flat));
+    const double norm = flat.norm().item<double>();
+    const double clip = options_.optim.grad_clip;
+    if (clip > 0 && std::isfinite(norm) && norm > clip) flat.mul_(clip / (norm + 1e-6));
+    int64_t offset = 0;
+    for (const auto& p : params) {
+      const int64_t n = p.numel();
+      p.mutable_grad() = flat.narrow(0, offset, n).view_as(p);
+      offset += n;
+    }
+    return norm;
+  }
+
+  absl::StatusOr<UpdateResult> RunUpdateInner(std::vector<Group> groups, bool stop_after) {
+    ASSIGN_OR_RETURN(UpdateMessage m, ExchangeMessage(std::move(groups), stop_after));
+    UpdateResult result;
+    result.stop = m.stop;
+    if (m.groups.empty()) {
+      result.step = step_;
+      result.version = version_;
+      return result;
+    }
+    const int rank = comm_->rank();
+    const int world = comm_->world_size();
+    const std::vector<OptimizerStep>& steps = m.plan.steps;
+
+    OldLogProbs old;
+    const bool precompute = options_.loss.old_logprobs == "recompute" && steps.size() > 1;
+    if (precompute) {
+      ASSIGN_OR_RETURN(old, ComputeOldLogProbs(model_, m.groups,
+                                               SelectionForRank(m.plan, rank, world),
+                                               options_.batching.micro_batch_rollouts));
+    }
+    std::vector<torch::Tensor> params = model_->parameters();
+    StepDiagnostics local;
+    double grad_norm_sum = 0.0;
+    double lr = LearningRate(optimizer_steps_);
+    for (const OptimizerStep& step : steps) {
+      for (auto& p : params) p.mutable_grad() = torch::Tensor();
+      ASSIGN_OR_RETURN(StepDiagnostics d,
+                       AccumulateStepGradients(model_, m.groups, ShardStep(step, rank, world),
+                                               step.normalizer, options_.loss, options_.batching,
+                                               precompute ? &old : nullptr,
+                                               reference_.is_empty() ? nullptr : &reference_));
+      local.Merge(d);
+      double norm = 0.0;
+      RETURN_IF_ERROR(Guarded("optimizer step", [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(norm, ReduceAndClip(params));
+        lr = LearningRate(optimizer_steps_);
+        if (!std::isfinite(norm)) {
+          // Identical on every rank (the norm is of the reduced gradient), so
+          // the ranks stay in step; the weights are left untouched.
+          LOG(WARNING) << "trainer: non-finite gradient norm at step " << step_
+                       << "; optimizer step skipped";
+          return absl::OkStatus();
+        }
+        for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+        optimizer_->step();
+        return absl::OkStatus();
+      }));
+      grad_norm_sum += std::isfinite(norm) ? norm : 0.0;
+      ++optimizer_steps_;
+    }
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+
+    // Merge the raw diagnostic sums over ranks (ratio_max by max).
+    StepDiagnostics merged = local;
+    if (world > 1) {
+      std::vector<double> packed = local.Pack();
+      torch::Tensor sums = torch::tensor(packed, torch::kFloat64);
+      torch::Tensor max = torch::tensor({local.ratio_max}, torch::kFloat64);
+      RETURN_IF_ERROR(comm_->AllReduce({sums}, ReduceOp::kSum, comm_->default_timeout()));
+      RETURN_IF_ERROR(comm_->AllReduce({max}, ReduceOp::kMax, comm_->default_timeout()));
+      std::vector<double> summed(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+      ASSIGN_OR_RETURN(merged, StepDiagnostics::Unpack(summed));
+      merged.ratio_max = max.item<double>();
+    }
+    merged.Finalize();
+
+    ++step_;
+    ++version_;
+    result.step = step_;
+    result.version = version_;
+    result.trained = true;
+    UpdateDiagnostics& out = result.diagnostics;
+    const BatchStats& stats = m.plan.stats;
+    const double n_steps = static_cast<double>(std::max<size_t>(1, steps.size()));
+    out.loss = merged.loss / n_steps;
+    out.reward_mean = stats.reward_mean;
+    out.accuracy = stats.accuracy;
+    out.entropy = merged.entropy;
+    out.clip_fraction = merged.clip_fraction;
+    out.ratio_mean = merged.ratio_mean;
+    out.ratio_max = merged.ratio_max;
+    out.kl_behaviour_recomputed = merged.kl_behaviour_recomputed;
+    out.cancellation_residual = merged.cancellation_residual;
+    out.orthogonality_residual = merged.orthogonality_residual;
+    out.grad_norm = grad_norm_sum / n_steps;
+    out.lr = lr;
+    out.zero_variance_fraction = stats.zero_variance_fraction;
+    out.positive_rollouts = stats.positive_rollouts;
+    out.negative_rollouts = stats.negative_rollouts;
+    out.tokens = merged.tokens;
+    out.optimizer_steps = static_cast<int64_t>(steps.size());
+    out.groups_in = stats.groups_in;
+    out.groups_used = stats.groups_used;
+    out.groups_dropped_zero_variance = stats.groups_dropped_zero_variance;
+    out.groups_dropped_balance = stats.groups_dropped_balance;
+    out.groups_dropped_trust_region = merged.groups_dropped_trust_region;
+    return result;
+  }
+
+  void Publish(const UpdateResult& r) {
+    const UpdateDiagnostics& d = r.diagnostics;
+    TrainerMetrics& m = *metrics_;
+    m.step->Set(static_cast<double>(r.step));
+    m.version->Set(static_cast<double>(r.version));
+    m.reward_mean->Set(d.reward_mean);
+    m.accuracy->Set(d.accuracy);
+    m.entropy->Set(d.entropy);
+    m.clip_fraction->Set(d.clip_fraction);
+    m.ratio_mean->Set(d.ratio_mean);
+    m.ratio_max->Set(d.ratio_max);
+    m.grad_norm->Set(d.grad_norm);
+    m.kl->Set(d.kl_behaviour_recomputed);
+    m.cancellation->Set(d.cancellation_residual);
+    m.orthogonality->Set(d.orthogonality_residual);
+    m.zero_variance->Set(d.zero_variance_fraction);
+    m.positive->Set(static_cast<double>(d.positive_rollouts));
+    m.negative->Set(static_cast<double>(d.negative_rollouts));
+    m.step_seconds->Observe(r.step_seconds);
+    m.tokens->Increment(static_cast<double>(d.tokens));
+    m.dropped_zero_variance->Increment(static_cast<double>(d.groups_dropped_zero_variance));
+    m.dropped_balance->Increment(static_cast<double>(d.groups_dropped_balance));
+    m.dropped_trust_region->Increment(static_cast<double>(d.groups_dropped_trust_region));
+    m.last_step_timestamp->Set(
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  }
+
+  policy::Transformer reference_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<TrainerMetrics> metrics_;
+  bool sync_pending_ = false;
+  bool broken_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    const TrainerOptions& options, std::shared_ptr<prometheus::Registry> registry) {
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer: rank ", options.rank,
+                                                   " outside world of size ", options.world_size));
+  }
+  if (options.learner.collective_timeout_s <= 0) {
+    return absl::InvalidArgumentError("trainer: learner.collective_timeout_s must be positive");
+  }
+  auto impl = std::make_unique<Impl>(options);
+  RETURN_IF_ERROR(Guarded("trainer init", [&] { return impl->Init(std::move(registry)); }));
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+absl::StatusOr<UpdateResult> Trainer::RunUpdate(std::vector<Group> groups, bool stop_after) {
+  return impl_->RunUpdate(std::move(groups), stop_after);
+}
+
+uint64_t Trainer::step() const { return impl_->step_; }
+uint64_t Trainer::version() const { return impl_->version_; }
+int Trainer::rank() const { return impl_->comm_->rank(); }
+int Trainer::world_size() const { return impl_->comm_->world_size(); }
+
+std::string Trainer::SerializeCurrentWeights() { return impl_->SerializeCurrentWeights(); }
+
+absl::Status Trainer::SaveCheckpoint(const std::string& ingest_state) {
+  return Guarded("SaveCheckpoint", [&] { return impl_->SaveCheckpoint(ingest_state); });
+}
+
+absl::StatusOr<std::string> Trainer::Resume() {
+  absl::StatusOr<std::string> result;
+  absl::Status status = Guarded("Resume", [&] {
+    result = impl_->Resume();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return result;
+}
+
+policy::Transformer& Trainer::model() { return impl_->model_; }
+
+double Trainer::current_lr() const { return impl_->LearningRate(impl_->optimizer_steps_); }
+
+}  // namespace rlvr::learner

@@ -1,0 +1,325 @@
+#include "learner/trainer/trainer.h"
+
+#include <torch/torch.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/policy/model.h"
+#include "common/tokenizer.h"
+#include "learner/trainer/checkpointer.h"
+#include "learner/trainer/trainer_testing.h"
+#include "prometheus/registry.h"
+
+namespace rlvr::learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxNewTokens = 6;
+
+TrainerOptions SmallOptions() {
+  TrainerOptions o;
+  o.model.d_model = 32;
+  o.model.n_layers = 1;
+  o.model.n_heads = 2;
+  o.model.d_ff = 64;
+  o.model.max_seq_len = 16;
+  o.batching.mini_batches = 2;         // Two optimizer steps per update.
+  o.batching.micro_batch_rollouts = 8; // Several micro-batches per step.
+  o.optim.lr = 1e-2;
+  o.optim.warmup_steps = 1;
+  o.optim.weight_decay = 0.01;
+  o.learner.collective_timeout_s = 60;
+  o.learner.threads = 1;
+  o.learner.seed = 5;
+  o.max_new_tokens = kMaxNewTokens;
+  o.total_updates = 10;
+  return o;
+}
+
+// `n` groups of 4 rollouts with mixed rewards (one all-zero group to be
+// dropped), deterministic in `seed`.
+std::vector<Group> MakeGroups(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int bos = MakeCharTokenizer()->bos_id();
+  std::vector<Group> groups;
+  for (int i = 0; i < n; ++i) {
+    Group g;
+    g.prompt_id = absl::StrCat("p", seed, "_", i);
+    g.prompt_index = i;
+    g.prompt.push_back(bos);
+    for (int t = uniform(2, 5); t > 0; --t) g.prompt.push_back(uniform(10, 60));
+    for (int r = 0; r < 4; ++r) {
+      Rollout ro;
+      for (int t = uniform(1, kMaxNewTokens); t > 0; --t) {
+        ro.tokens.push_back(uniform(10, 60));
+        ro.behaviour_logprobs.push_back(-1.0f - 0.1f * uniform(0, 20));
+      }
+      ro.reward = i == 0 ? 0.0 : static_cast<double>((r + i) % 3 == 0);
+      g.rollouts.push_back(std::move(ro));
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+torch::Tensor FlatParams(policy::Transformer& model) {
+  std::vector<torch::Tensor> pieces;
+  for (const auto& p : model->parameters()) pieces.push_back(p.detach().reshape(-1).to(torch::kFloat64));
+  return torch::cat(pieces);
+}
+
+double RelativeDiff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / a.norm().item<double>();
+}
+
+std::string FreshDir(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("rlvr_trainer_", name, "_", ::getpid());
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+std::unique_ptr<Trainer> MakeTrainer(const TrainerOptions& o,
+                                     std::shared_ptr<prometheus::Registry> registry = nullptr) {
+  auto t = Trainer::Create(o, std::move(registry));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : nullptr;
+}
+
+// Runs the updates on one rank; returns the final parameters.
+torch::Tensor RunSingle(const TrainerOptions& o, const std::vector<std::vector<Group>>& updates) {
+  auto trainer = MakeTrainer(o);
+  for (size_t k = 0; k < updates.size(); ++k) {
+    auto r = trainer->RunUpdate(updates[k], k + 1 == updates.size());
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  return FlatParams(trainer->model());
+}
+
+TEST(Trainer, TwoGlooRanksMatchOneRank) {
+  const std::vector<std::vector<Group>> updates = {MakeGroups(9, 1), MakeGroups(7, 2),
+                                                   MakeGroups(8, 3)};
+  const TrainerOptions base = SmallOptions();
+  torch::Tensor initial = FlatParams(MakeTrainer(base)->model());
+  torch::Tensor single = RunSingle(base, updates);
+  ASSERT_GT(RelativeDiff(initial, single), 1e-3) << "the updates did not change the model";
+
+  const int port = testing::PickFreePort();
+  std::vector<torch::Tensor> finals(2);
+  std::vector<absl::Status> errors(2);
+  std::vector<UpdateResult> last(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      TrainerOptions o = base;
+      o.rank = rank;
+      o.world_size = 2;
+      o.backend = "gloo";
+      o.master_port = port;
+      auto trainer = Trainer::Create(o, nullptr);
+      if (!trainer.ok()) {
+        errors[rank] = trainer.status();
+        return;
+      }
+      for (size_t k = 0;; ++k) {
+        std::vector<Group> groups = rank == 0 && k < updates.size() ? updates[k] : std::vector<Group>{};
+        auto r = (*trainer)->RunUpdate(std::move(groups), rank == 0 && k + 1 == updates.size());
+        if (!r.ok()) {
+          errors[rank] = r.status();
+          return;
+        }
+        last[rank] = *r;
+        if (r->stop) break;
+      }
+      finals[rank] = FlatParams((*trainer)->model());
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(errors[rank].ok()) << "rank " << rank << ": " << errors[rank];
+    EXPECT_EQ(last[rank].step, 3u);
+    EXPECT_EQ(last[rank].version, 3u);
+    EXPECT_TRUE(last[rank].trained);
+  }
+  // Both ranks apply the same reduced gradients: identical parameters.
+  EXPECT_TRUE(torch::equal(finals[0], finals[1]));
+  const double diff = RelativeDiff(single, finals[0]);
+  LOG(INFO) << "1 rank vs 2 ranks: relative parameter difference " << diff;
+  EXPECT_LE(diff, 1e-5);
+  // Diagnostics are global: same on every rank and as with one rank.
+  EXPECT_EQ(last[0].diagnostics.tokens, last[1].diagnostics.tokens);
+  EXPECT_EQ(last[0].diagnostics.positive_rollouts, last[1].diagnostics.positive_rollouts);
+  EXPECT_NEAR(last[0].diagnostics.grad_norm, last[1].diagnostics.grad_norm, 1e-9);
+  EXPECT_GT(last[0].diagnostics.tokens, 0);
+}
+
+// Interrupted (checkpoint after update 2, new Trainer resumes, continues) and
+// uninterrupted runs over the same updates end with the same parameters; the
+// resumed trainer has the saved step, version, LR position and ingest state.
+TEST(Trainer, CheckpointResumeMatchesUninterruptedRun) {
+  const std::vector<std::vector<Group>> updates = {MakeGroups(6, 11), MakeGroups(6, 12),
+                                                   MakeGroups(6, 13), MakeGroups(6, 14)};
+  TrainerOptions o = SmallOptions();
+  torch::Tensor uninterrupted = RunSingle(o, updates);
+
+  o.checkpoint_dir = FreshDir("resume");
+  auto registry = std::make_shared<prometheus::Registry>();
+  torch::Tensor saved;
+  double saved_lr = 0;
+  {
+    auto first = MakeTrainer(o, registry);
+    auto fresh = first->Resume();
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_EQ(*fresh, "");
+    for (int k = 0; k < 2; ++k) ASSERT_TRUE(first->RunUpdate(updates[k], false).ok());
+    ASSERT_TRUE(first->SaveCheckpoint("cursor=12;leases=3,4").ok());
+    saved = FlatParams(first->model());
+    saved_lr = first->current_lr();
+    // Metrics on rank 0 with a registry.
+    bool found = false;
+    for (const auto& family : registry->Collect()) {
+      if (family.name == "rlvr_learner_step") {
+        found = true;
+        EXPECT_EQ(family.metric.at(0).gauge.value, 2.0);
+      }
+    }
+    EXPECT_TRUE(found);
+    // Work after the checkpoint that the resumed trainer must not see.
+    ASSERT_TRUE(first->RunUpdate(updates[3], false).ok());
+  }
+  auto second = MakeTrainer(o);
+  EXPECT_EQ(second->step(), 0u);
+  auto ingest = second->Resume();
+  ASSERT_TRUE(ingest.ok()) << ingest.status();
+  EXPECT_EQ(*ingest, "cursor=12;leases=3,4");
+  EXPECT_EQ(second->step(), 2u);
+  EXPECT_EQ(second->version(), 2u);
+  EXPECT_DOUBLE_EQ(second->current_lr(), saved_lr);
+  EXPECT_TRUE(torch::equal(FlatParams(second->model()), saved));
+  for (int k = 2; k < 4; ++k) ASSERT_TRUE(second->RunUpdate(updates[k], false).ok());
+  const double diff = RelativeDiff(uninterrupted, FlatParams(second->model()));
+  LOG(INFO) << "interrupted vs uninterrupted: relative parameter difference " << diff;
+  EXPECT_LE(diff, 1e-6);
+
+  // Without the optimizer state the continuation would differ: check that the
+  // comparison can fail.
+  auto no_state = MakeTrainer(SmallOptions());
+  ASSERT_TRUE(no_state->RunUpdate(updates[0], false).ok());
+  EXPECT_GT(RelativeDiff(uninterrupted, FlatParams(no_state->model())), 1e-4);
+}
+
+TEST(Trainer, ResumeSkipsCorruptLatestAndPrunes) {
+  TrainerOptions o = SmallOptions();
+  o.checkpoint_dir = FreshDir("corrupt");
+  o.learner.keep_checkpoints = 2;
+  torch::Tensor at_step2;
+  {
+    auto t = MakeTrainer(o);
+    for (int k = 0; k < 3; ++k) {
+      ASSERT_TRUE(t->RunUpdate(MakeGroups(5, 20 + k), false).ok());
+      ASSERT_TRUE(t->SaveCheckpoint(absl::StrCat("state", t->step())).ok());
+      if (t->step() == 2) at_step2 = FlatParams(t->model());
+    }
+  }
+  auto ckpt = Checkpointer::Create({.dir = o.checkpoint_dir, .keep = 2});
+  ASSERT_TRUE(ckpt.ok());
+  EXPECT_EQ((*ckpt)->ListSteps(), (std::vector<uint64_t>{2, 3}));
+  {
+    std::fstream f(fs::path((*ckpt)->PathFor(3)) / "optimizer.bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  auto t = MakeTrainer(o);
+  auto ingest = t->Resume();
+  ASSERT_TRUE(ingest.ok()) << ingest.status();
+  EXPECT_EQ(*ingest, "state2");
+  EXPECT_EQ(t->step(), 2u);
+  EXPECT_TRUE(torch::equal(FlatParams(t->model()), at_step2));
+}
+
+// A rank that is never sent an update gives up after idle_timeout, and rank 0
+// of a world whose other rank never starts fails its rendezvous in time.
+TEST(Trainer, MissingRankFailsWithinTimeout) {
+  {
+    TrainerOptions o = SmallOptions();
+    o.world_size = 2;
+    o.backend = "gloo";
+    o.master_port = testing::PickFreePort();
+    o.learner.collective_timeout_s = 1;
+    auto t = Trainer::Create(o, nullptr);
+    ASSERT_FALSE(t.ok());
+    EXPECT_TRUE(t.status().code() == absl::StatusCode::kDeadlineExceeded ||
+                t.status().code() == absl::StatusCode::kUnavailable)
+        << t.status();
+  }
+  const int port = testing::PickFreePort();
+  absl::Status rank1_status;
+  std::atomic<bool> rank1_done{false};
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      TrainerOptions o = SmallOptions();
+      o.rank = rank;
+      o.world_size = 2;
+      o.backend = "gloo";
+      o.master_port = port;
+      o.idle_timeout = absl::Seconds(1);
+      auto t = Trainer::Create(o, nullptr);
+      if (!t.ok()) {
+        if (rank == 1) rank1_status = t.status();
+        rank1_done = true;
+        return;
+      }
+      if (rank == 0) {  // Alive, but never calls RunUpdate.
+        while (!rank1_done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
+      }
+      rank1_status = (*t)->RunUpdate({}, false).status();
+      rank1_done = true;
+      // The trainer refuses further work after a failed collective.
+      EXPECT_EQ((*t)->RunUpdate({}, false).status().code(), absl::StatusCode::kFailedPrecondition);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(rank1_status.code(), absl::StatusCode::kDeadlineExceeded) << rank1_status;
+  EXPECT_NE(rank1_status.message().find("rank 1 of 2"), std::string::npos) << rank1_status;
+}
+
+TEST(Trainer, EmptyUpdateAndScheduleAndBadInput) {
+  TrainerOptions o = SmallOptions();
+  o.optim.warmup_steps = 2;
+  o.optim.schedule = "cosine";
+  o.optim.min_lr_ratio = 0.1;
+  o.total_updates = 2;  // 4 optimizer steps in the schedule.
+  auto t = MakeTrainer(o);
+  EXPECT_DOUBLE_EQ(t->current_lr(), 0.5e-2);
+  auto empty = t->RunUpdate({}, true);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->stop);
+  EXPECT_FALSE(empty->trained);
+  EXPECT_EQ(empty->version, 0u);
+  auto r = t->RunUpdate(MakeGroups(6, 30), false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->diagnostics.optimizer_steps, 2);
+  EXPECT_EQ(r->diagnostics.groups_dropped_zero_variance, 1);
+  EXPECT_DOUBLE_EQ(r->diagnostics.lr, 1e-2);
+  EXPECT_NEAR(t->current_lr(), 1e-2 * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * 0.0))), 1e-12);
+  ASSERT_TRUE(t->RunUpdate(MakeGroups(6, 31), false).ok());
+  EXPECT_NEAR(t->current_lr(), 1e-3, 1e-12);  // Schedule exhausted: min LR.
+  EXPECT_EQ(t->SaveCheckpoint("x").code(), absl::StatusCode::kFailedPrecondition);
+  // A group the planner rejects (one rollout) fails the update.
+  std::vector<Group> bad = MakeGroups(2, 32);
+  bad[1].rollouts.resize(1);
+  EXPECT_FALSE(t->RunUpdate(bad, false).ok());
+}
+
+}  // namespace
+}  // namespace rlvr::learner
