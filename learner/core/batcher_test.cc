@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -302,6 +303,47 @@ TEST(BatcherTest, ShardsPartitionTheStepByRows) {
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].group, b[i].group);
   }
   EXPECT_TRUE(ShardStep(step, 3, 2).empty());
+}
+
+TEST(BatcherTest, SelectionForRankCoversEveryStepShard) {
+  std::vector<Group> groups = RandomGroups(12, 8, 15);
+  BatchingConfig b;
+  b.mini_batches = 3;
+  b.epochs = 2;
+  LossConfig loss;
+  auto plan = PlanUpdate(groups, b, loss, 8, 16);
+  ASSERT_TRUE(plan.ok());
+  for (int world : {1, 2}) {
+    for (int rank = 0; rank < world; ++rank) {
+      std::map<int, std::set<int>> selected;
+      for (const SelectedGroup& sg : SelectionForRank(*plan, rank, world)) {
+        EXPECT_TRUE(std::is_sorted(sg.rollouts.begin(), sg.rollouts.end()));
+        EXPECT_EQ(sg.advantages.size(), sg.rollouts.size());
+        selected[sg.group].insert(sg.rollouts.begin(), sg.rollouts.end());
+      }
+      for (const OptimizerStep& step : plan->steps) {
+        for (const SelectedGroup& sg : ShardStep(step, rank, world)) {
+          for (int r : sg.rollouts) EXPECT_EQ(selected[sg.group].count(r), 1u);
+        }
+      }
+    }
+  }
+}
+
+TEST(BatcherTest, PackWithTokenUnit) {
+  std::vector<Group> groups = RandomGroups(24, 8, 17);
+  BatchingConfig b;
+  b.reward_balance = "pack";
+  b.balance_unit = "tokens";
+  b.mini_batches = 3;
+  auto plan = PlanUpdate(groups, b, LossConfig{}, 8, 18);
+  ASSERT_TRUE(plan.ok());
+  b.reward_balance = "none";
+  auto plain = PlanUpdate(groups, b, LossConfig{}, 8, 18);
+  ASSERT_TRUE(plain.ok());
+  // Packing cannot undo a global imbalance (here more negative tokens), only
+  // spread it; it must not be worse than a plain shuffle.
+  EXPECT_LE(plan->stats.max_step_imbalance, plain->stats.max_step_imbalance);
 }
 
 TEST(BatcherTest, RejectsMalformedInput) {
