@@ -15,7 +15,5 @@ int NotBuilt(const char* name) {
 
 int LearnerCommand(int, char**) { return NotBuilt("learner"); }
 int ActorCommand(int, char**) { return NotBuilt("actor"); }
-int PretrainCommand(int, char**) { return NotBuilt("pretrain"); }
-int EvalCommand(int, char**) { return NotBuilt("eval"); }
 
 }  // namespace rlvr::services

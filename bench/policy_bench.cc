@@ -1,0 +1,159 @@
+// Policy benchmark: prints, in one run, the machine's fp32 matmul rate, decode
+// throughput with and without the KV cache, and training forward+backward
+// throughput as a fraction of the measured matmul rate.
+//
+// usage: rlvr_policy_bench [--threads N] [--quick]
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/policy/model.h"
+#include "common/policy/sampler.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// fp32 GFLOP/s of torch::mm on n x n matrices, over at least `min_s` seconds.
+double MatmulGflops(int64_t n, double min_s) {
+  torch::Tensor a = torch::randn({n, n});
+  torch::Tensor b = torch::randn({n, n});
+  torch::Tensor c = torch::mm(a, b);  // warm-up
+  int reps = 0;
+  auto t0 = Clock::now();
+  do {
+    c = torch::mm(a, b);
+    ++reps;
+  } while (Seconds(t0) < min_s);
+  return 2.0 * n * n * n * reps / Seconds(t0) / 1e9;
+}
+
+rlvr::policy::Transformer MakeModel(int d_model, int n_layers, int n_heads, int d_ff, int seq) {
+  rlvr::ModelConfig c;
+  c.d_model = d_model;
+  c.n_layers = n_layers;
+  c.n_heads = n_heads;
+  c.d_ff = d_ff;
+  c.max_seq_len = seq;
+  auto m = rlvr::policy::CreateTransformer(c, 99, 1);
+  if (!m.ok()) {
+    std::fprintf(stderr, "model: %s\n", std::string(m.status().message()).c_str());
+    std::exit(1);
+  }
+  (*m)->eval();
+  return *m;
+}
+
+// Decode tokens/s for `batch` rows of an 8-token prompt, `new_tokens` each.
+double DecodeTokensPerSecond(rlvr::policy::Transformer& model, int batch, int new_tokens,
+                             bool cache) {
+  std::vector<int> prompt = {1, 20, 21, 15, 22, 23, 33, 2};
+  std::vector<const std::vector<int>*> prompts(batch, &prompt);
+  std::vector<uint64_t> seeds(batch);
+  for (int i = 0; i < batch; ++i) seeds[i] = i + 1;
+  rlvr::policy::SamplingOptions options;
+  options.max_new_tokens = new_tokens;  // no stop tokens: every row runs to the cap
+  auto run = [&] {
+    return cache ? rlvr::policy::Generate(model, prompts, seeds, options)
+                 : rlvr::policy::GenerateWithoutCache(model, prompts, seeds, options);
+  };
+  {
+    rlvr::policy::SamplingOptions warm = options;
+    warm.max_new_tokens = 4;
+    cache ? rlvr::policy::Generate(model, prompts, seeds, warm)
+          : rlvr::policy::GenerateWithoutCache(model, prompts, seeds, warm);
+  }
+  auto t0 = Clock::now();
+  auto out = run();
+  const double s = Seconds(t0);
+  int64_t tokens = 0;
+  for (const auto& o : out) tokens += o.tokens.size();
+  return tokens / s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  std::printf("policy_bench: %d intra-op threads%s\n", threads, quick ? " (quick)" : "");
+
+  const double gflops = MatmulGflops(quick ? 512 : 1024, quick ? 0.5 : 2.0);
+  std::printf("\n[matmul] torch::mm fp32 %dx%d: %.1f GFLOP/s\n", quick ? 512 : 1024,
+              quick ? 512 : 1024, gflops);
+
+  // Decode: the default actor model shape (run_config.h), room for 8 + 128 tokens.
+  const int new_tokens = quick ? 32 : 128;
+  {
+    rlvr::ModelConfig defaults;
+    auto model = MakeModel(defaults.d_model, defaults.n_layers, defaults.n_heads, defaults.d_ff, 256);
+    std::printf("\n[decode] model d_model=%d layers=%d heads=%d d_ff=%d (%lld params), prompt 8, "
+                "%d new tokens, sampling T=1\n",
+                defaults.d_model, defaults.n_layers, defaults.n_heads, defaults.d_ff,
+                static_cast<long long>(model->num_parameters()), new_tokens);
+    std::printf("  %-6s %-16s %-16s %-8s\n", "batch", "kv-cache tok/s", "recompute tok/s", "ratio");
+    for (int batch : {1, 32}) {
+      const double with = DecodeTokensPerSecond(model, batch, new_tokens, true);
+      const double without = DecodeTokensPerSecond(model, batch, new_tokens, false);
+      std::printf("  %-6d %-16.0f %-16.0f %-8.2fx %s\n", batch, with, without, with / without,
+                  with / without >= 5.0 ? "(target >= 5x: met)" : "(target >= 5x: MISSED)");
+    }
+  }
+
+  // Training forward+backward: d_model 512, 4 layers, batch 32 x 128 tokens.
+  {
+    const int64_t b = quick ? 8 : 32, l = 128;
+    const int d = 512, layers = 4, heads = 8, ff = 1536;
+    auto model = MakeModel(d, layers, heads, ff, l);
+    model->train();
+    torch::Tensor tokens = torch::randint(3, 99, {b, l}, torch::kInt64);
+    auto step = [&] {
+      model->zero_grad();
+      torch::Tensor logits = model->forward(tokens);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(
+          logits.narrow(1, 0, l - 1).reshape({-1, 99}), tokens.narrow(1, 1, l - 1).reshape({-1}));
+      loss.backward();
+    };
+    step();  // warm-up
+    const int reps = quick ? 1 : 3;
+    auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) step();
+    const double s = Seconds(t0) / reps;
+    const double params = static_cast<double>(model->num_parameters());
+    const double tok = static_cast<double>(b * l);
+    // 6 * params * tokens, plus attention scores and values (QK^T and AV,
+    // full L x L as computed): 2 matmuls x 2 flops x 3 (fwd + 2 bwd).
+    const double flops = 6.0 * params * tok + 12.0 * layers * b * l * l * d;
+    const double achieved = flops / s / 1e9;
+    std::printf("\n[train] model d_model=%d layers=%d heads=%d d_ff=%d (%.2fM params), batch %lld x "
+                "%lld tokens\n",
+                d, layers, heads, ff, params / 1e6, static_cast<long long>(b),
+                static_cast<long long>(l));
+    std::printf("  fwd+bwd %.3f s/step, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of measured matmul %s\n",
+                s, tok / s, achieved, 100.0 * achieved / gflops,
+                achieved / gflops >= 0.3 ? "(target >= 30%: met)" : "(target >= 30%: MISSED)");
+  }
+  return 0;
+}

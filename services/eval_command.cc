@@ -1,0 +1,128 @@
+// `rlvr eval`: flags + config -> load weights -> Evaluate -> table (+ JSON).
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/flags.h"
+#include "common/logging.h"
+#include "common/policy/evaluate.h"
+#include "common/policy/model.h"
+#include "common/policy/weights.h"
+#include "common/run_config.h"
+#include "common/task.h"
+#include "common/tokenizer.h"
+#include "services/commands.h"
+
+namespace rlvr::services {
+
+int EvalCommand(int argc, char** argv) {
+  std::string config_path = "configs/default.yaml";
+  std::vector<std::string> overrides;
+  std::string weights;
+  std::string json_path;
+  std::string split = "heldout";
+  int prompts_flag = -1;
+  int k_flag = -1;
+  double temperature = -1;
+  int max_new_tokens = -1;
+  int64_t seed = 1;
+  int threads = 1;  // Small ops: a second OpenMP thread mostly spins (see docs/policy.md).
+  FlagSet flags("eval",
+                "Accuracy of a weight file on the task's held-out prompts: greedy exact match\n"
+                "and pass@k with k samples per prompt at the given temperature. Prints a table;\n"
+                "--json also writes {greedy_accuracy, pass_at_k, k, prompts, ...}.");
+  flags.String("config", &config_path, "Run config YAML (model, task, eval, sampling sections).");
+  flags.StringList("set", &overrides, "Override a config key (repeatable).");
+  flags.String("weights", &weights, "Weight file; empty = pretrain.checkpoint from the config.");
+  flags.String("json", &json_path, "Also write the result as JSON to this path.");
+  flags.String("split", &split, "heldout or train.");
+  flags.Int("prompts", &prompts_flag, "Prompts evaluated; -1 = eval.prompts.");
+  flags.Int("k", &k_flag, "k of pass@k; -1 = eval.pass_k; 0 = greedy only.");
+  flags.Double("temperature", &temperature, "pass@k temperature; -1 = eval.pass_temperature.");
+  flags.Int("max_new_tokens", &max_new_tokens, "Completion cap; -1 = sampling.max_new_tokens.");
+  flags.Int64("seed", &seed, "Sampling seed for pass@k.");
+  flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
+  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
+    std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  LoggingOptions logging;
+  logging.program = "rlvr-eval";
+  InitLogging(logging);
+  auto fail = [](const absl::Status& s, int code) {
+    std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
+    return code;
+  };
+  auto config = LoadRunConfig(config_path, overrides);
+  if (!config.ok()) return fail(config.status(), 2);
+  if (split != "heldout" && split != "train") {
+    return fail(absl::InvalidArgumentError("--split must be heldout or train"), 2);
+  }
+  if (weights.empty()) weights = config->pretrain.checkpoint;
+  const int n_prompts = prompts_flag >= 0 ? prompts_flag : config->eval.prompts;
+  const int k = k_flag >= 0 ? k_flag : config->eval.pass_k;
+  if (temperature < 0) temperature = config->eval.pass_temperature;
+  if (max_new_tokens < 0) max_new_tokens = config->sampling.max_new_tokens;
+
+  torch::set_num_threads(std::max(1, threads));
+  auto tokenizer = MakeCharTokenizer();
+  auto task = MakeTask(config->task);
+  if (!task.ok()) return fail(task.status(), 2);
+  auto model = policy::CreateTransformer(config->model, tokenizer->vocab_size(), 0);
+  if (!model.ok()) return fail(model.status(), 2);
+  uint64_t version = 0;
+  if (absl::Status s = policy::LoadWeightsFile(weights, *model, &version); !s.ok()) {
+    return fail(s, 1);
+  }
+  (*model)->eval();
+  std::vector<Prompt> prompts = split == "heldout" ? (*task)->heldout() : (*task)->train();
+  if (static_cast<int>(prompts.size()) > n_prompts) prompts.resize(n_prompts);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = policy::Evaluate(*model, *tokenizer, **task, prompts, k, temperature,
+                                 max_new_tokens, static_cast<uint64_t>(seed));
+  if (!result.ok()) return fail(result.status(), 1);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::printf("%-10s %-8s %-8s %-8s %-12s %-8s\n", "split", "prompts", "version", "greedy",
+              "pass@k", "seconds");
+  std::printf("%-10s %-8d %-8llu %-8.3f %-12s %-8.1f\n", split.c_str(), result->prompts,
+              static_cast<unsigned long long>(version), result->greedy_accuracy,
+              k > 0 ? (std::to_string(result->pass_at_k).substr(0, 5) + " (k=" + std::to_string(k) +
+                       ")").c_str()
+                    : "-",
+              seconds);
+  if (!json_path.empty()) {
+    nlohmann::json j = {{"greedy_accuracy", result->greedy_accuracy},
+                        {"pass_at_k", result->pass_at_k},
+                        {"k", result->k},
+                        {"prompts", result->prompts},
+                        {"temperature", temperature},
+                        {"split", split},
+                        {"weights", weights},
+                        {"policy_version", version},
+                        {"seconds", seconds}};
+    const std::string tmp = json_path + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << j.dump(2) << "\n";
+      if (!out) return fail(absl::InternalError("cannot write " + tmp), 1);
+    }
+    if (std::rename(tmp.c_str(), json_path.c_str()) != 0) {
+      return fail(absl::InternalError("cannot rename " + tmp + " -> " + json_path), 1);
+    }
+  }
+  return 0;
+}
+
+}  // namespace rlvr::services
