@@ -70,6 +70,10 @@ class LocalCommunicator final : public Communicator {
     return absl::OkStatus();
   }
   absl::Status Barrier(absl::Duration) override { return absl::OkStatus(); }
+  absl::Status Announce(const std::string&) override { return absl::OkStatus(); }
+  absl::Status AwaitAnnouncement(const std::string&, absl::Duration) override {
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace

@@ -16,6 +16,10 @@
 // issue the same collectives, with the same shapes and dtypes, in the same
 // order. A mismatch is undefined (usually a timeout or a garbled result).
 //
+// Timeouts: Gloo applies options.timeout inside every collective, so a
+// per-call timeout longer than options.timeout is capped by it; use
+// AwaitAnnouncement for long waits.
+//
 // Failure behaviour: a collective that does not complete within its timeout
 // (a peer died, hung, or never called it) returns DeadlineExceeded, and a
 // collective that fails because a peer's connection closed returns
@@ -94,6 +98,15 @@ class Communicator {
   // Returns once every rank has entered the barrier.
   virtual absl::Status Barrier(absl::Duration timeout) = 0;
   absl::Status Barrier();
+
+  // Out-of-band signalling through the rendezvous store, for waits that may
+  // legitimately last much longer than a collective (ranks > 0 waiting for
+  // rank 0's next update): Announce(key) marks `key` as set (idempotent);
+  // AwaitAnnouncement blocks until some rank has announced `key`, or fails
+  // with DeadlineExceeded after `timeout` (Unavailable if the store is gone,
+  // e.g. rank 0 died). No-ops for world_size 1.
+  virtual absl::Status Announce(const std::string& key) = 0;
+  virtual absl::Status AwaitAnnouncement(const std::string& key, absl::Duration timeout) = 0;
 
  protected:
   explicit Communicator(absl::Duration default_timeout) : default_timeout_(default_timeout) {}

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "learner/trainer/trainer_testing.h"
 
 namespace rlvr::learner {
@@ -25,10 +26,18 @@ CommunicatorOptions GlooOptions(int rank, int world, int port, absl::Duration ti
   return o;
 }
 
-// Runs fn(rank) on `world` threads and joins them.
+// Runs fn(rank) on `world` threads and joins them. Ranks > 0 start a moment
+// later so that rank 0's store is listening: a TCPStore client that finds no
+// server backs off for about a second, which would eat the short rendezvous
+// timeouts these tests use.
 void RunRanks(int world, const std::function<void(int)>& fn) {
   std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) threads.emplace_back(fn, r);
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&fn, r] {
+      if (r > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      fn(r);
+    });
+  }
   for (auto& t : threads) t.join();
 }
 
@@ -101,6 +110,20 @@ TEST(GlooCommunicator, TwoRanksReduceBroadcastAndBarrier) {
     std::string empty = rank == 0 ? "" : "not empty";
     if (s.ok()) s = c.BroadcastBytes(&empty, 0);
     if (s.ok() && !empty.empty()) s = absl::InternalError("empty broadcast");
+    if (s.ok()) s = c.Barrier();
+    // Store-side signalling: rank 0 announces, rank 1 waits for it; a key
+    // nobody announces times out.
+    if (s.ok()) {
+      s = rank == 0 ? c.Announce("ready") : c.AwaitAnnouncement("ready", absl::Seconds(30));
+    }
+    if (s.ok() && rank == 1) {
+      absl::Status never = c.AwaitAnnouncement("never", absl::Milliseconds(300));
+      if (never.code() != absl::StatusCode::kDeadlineExceeded) {
+        s = absl::InternalError(absl::StrCat("unannounced key: ", never.ToString()));
+      }
+    }
+    // Keep rank 0 (the store's host) alive until rank 1 is done.
+    if (s.ok()) s = rank == 1 ? c.Announce("done") : c.AwaitAnnouncement("done", absl::Seconds(30));
     if (s.ok()) s = c.Barrier();
     errors[rank] = s;
   });

@@ -76,11 +76,30 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
+  absl::Status Announce(const std::string& key) override {
+    return Run("announce", default_timeout(), /*breaks=*/false, [&] {
+      store_->set(absl::StrCat("rlvr/announce/", key), std::vector<uint8_t>{1});
+    });
+  }
+
+  absl::Status AwaitAnnouncement(const std::string& key, absl::Duration timeout) override {
+    return Run("await_announcement", timeout, /*breaks=*/false, [&] {
+      store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout));
+    });
+  }
+
  private:
-  // Runs one collective; Gloo's own per-op timeout is `timeout`, and the wait
-  // on the work handle has a few seconds of slack beyond it as a backstop.
+  // Runs one collective; Gloo's own per-op timeout is `timeout` (capped by
+  // the context's), and the wait on the work handle has a few seconds of
+  // slack beyond it as a backstop. A failed collective breaks the
+  // communicator; a failed store operation (`breaks` false) does not, since
+  // it leaves the order of collectives intact.
   template <typename Fn>
   absl::Status Run(const char* op, absl::Duration timeout, Fn&& fn) {
+    return Run(op, timeout, /*breaks=*/true, std::forward<Fn>(fn));
+  }
+  template <typename Fn>
+  absl::Status Run(const char* op, absl::Duration timeout, bool breaks, Fn&& fn) {
     if (broken_) {
       return absl::FailedPreconditionError(absl::StrCat(
           "gloo ", op, " on rank ", rank_, ": communicator unusable after an earlier failure"));
@@ -89,7 +108,7 @@ class GlooCommunicator final : public Communicator {
       fn();
       return absl::OkStatus();
     } catch (const std::exception& e) {
-      broken_ = true;
+      if (breaks) broken_ = true;
       const std::string what = e.what();
       return CollectiveError("gloo", op, rank_, world_size_, LooksLikeTimeout(what),
                              absl::StrCat(what.substr(0, 400), " (timeout ",

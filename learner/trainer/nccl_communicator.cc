@@ -172,7 +172,36 @@ class NcclCommunicator final : public Communicator {
     return AllReduce({one}, ReduceOp::kSum, timeout);
   }
 
+  absl::Status Announce(const std::string& key) override {
+    return StoreOp("announce", [&] {
+      store_->set(absl::StrCat("rlvr/announce/", key), std::vector<uint8_t>{1});
+    });
+  }
+
+  absl::Status AwaitAnnouncement(const std::string& key, absl::Duration timeout) override {
+    return StoreOp("await_announcement", [&] {
+      store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout));
+    });
+  }
+
  private:
+  template <typename Fn>
+  absl::Status StoreOp(const char* op, Fn&& fn) {
+    if (broken_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "nccl ", op, " on rank ", rank_, ": communicator unusable after an earlier failure"));
+    }
+    try {
+      fn();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      // A store failure leaves the order of collectives intact: not fatal.
+      return CollectiveError("nccl", op, rank_, world_size_, LooksLikeTimeout(what),
+                             what.substr(0, 400));
+    }
+  }
+
   absl::Status Fail(const std::string& op, bool timed_out, const std::string& detail) {
     broken_ = true;
     return CollectiveError("nccl", op, rank_, world_size_, timed_out, detail);

@@ -385,6 +385,7 @@ class Trainer::Impl {
         m.state = std::move(state);
       }
       std::string bytes = internal::EncodeUpdateMessage(m);
+      RETURN_IF_ERROR(comm_->Announce(absl::StrCat("update/", messages_++)));
       RETURN_IF_ERROR(comm_->BroadcastBytes(&bytes, 0));
       sync_pending_ = false;
       m.state.reset();
@@ -394,8 +395,12 @@ class Trainer::Impl {
       return absl::InvalidArgumentError("trainer: ranks > 0 must pass no groups to RunUpdate");
     }
     std::string bytes;
-    // Rank 0 may spend a long time collecting rollouts between updates.
-    RETURN_IF_ERROR(comm_->BroadcastBytes(&bytes, 0, options_.idle_timeout));
+    // Rank 0 may spend a long time collecting rollouts between updates: wait
+    // for its announcement through the store (bounded by idle_timeout), then
+    // receive the message within the collective timeout.
+    RETURN_IF_ERROR(
+        comm_->AwaitAnnouncement(absl::StrCat("update/", messages_++), options_.idle_timeout));
+    RETURN_IF_ERROR(comm_->BroadcastBytes(&bytes, 0));
     ASSIGN_OR_RETURN(UpdateMessage m, internal::DecodeUpdateMessage(bytes));
     if (m.state) {
       RETURN_IF_ERROR(ApplyState(*m.state));
@@ -558,6 +563,7 @@ class Trainer::Impl {
   std::unique_ptr<TrainerMetrics> metrics_;
   bool sync_pending_ = false;
   bool broken_ = false;
+  uint64_t messages_ = 0;  // Update messages exchanged (names the announcements).
 };
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(

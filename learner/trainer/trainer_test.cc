@@ -103,18 +103,18 @@ torch::Tensor RunSingle(const TrainerOptions& o, const std::vector<std::vector<G
   return FlatParams(trainer->model());
 }
 
-TEST(Trainer, TwoGlooRanksMatchOneRank) {
-  const std::vector<std::vector<Group>> updates = {MakeGroups(9, 1), MakeGroups(7, 2),
-                                                   MakeGroups(8, 3)};
-  const TrainerOptions base = SmallOptions();
-  torch::Tensor initial = FlatParams(MakeTrainer(base)->model());
-  torch::Tensor single = RunSingle(base, updates);
-  ASSERT_GT(RelativeDiff(initial, single), 1e-3) << "the updates did not change the model";
+struct RankOutcome {
+  absl::Status status;
+  torch::Tensor params;
+  UpdateResult last;
+};
 
+// Runs the updates on two Gloo ranks (threads): rank 0 passes the groups,
+// rank 1 passes {} until told to stop.
+std::vector<RankOutcome> RunTwoRanks(const TrainerOptions& base,
+                                     const std::vector<std::vector<Group>>& updates) {
   const int port = testing::PickFreePort();
-  std::vector<torch::Tensor> finals(2);
-  std::vector<absl::Status> errors(2);
-  std::vector<UpdateResult> last(2);
+  std::vector<RankOutcome> out(2);
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.emplace_back([&, rank] {
@@ -125,39 +125,71 @@ TEST(Trainer, TwoGlooRanksMatchOneRank) {
       o.master_port = port;
       auto trainer = Trainer::Create(o, nullptr);
       if (!trainer.ok()) {
-        errors[rank] = trainer.status();
+        out[rank].status = trainer.status();
         return;
       }
       for (size_t k = 0;; ++k) {
-        std::vector<Group> groups = rank == 0 && k < updates.size() ? updates[k] : std::vector<Group>{};
+        std::vector<Group> groups =
+            rank == 0 && k < updates.size() ? updates[k] : std::vector<Group>{};
         auto r = (*trainer)->RunUpdate(std::move(groups), rank == 0 && k + 1 == updates.size());
         if (!r.ok()) {
-          errors[rank] = r.status();
+          out[rank].status = r.status();
           return;
         }
-        last[rank] = *r;
+        out[rank].last = *r;
         if (r->stop) break;
       }
-      finals[rank] = FlatParams((*trainer)->model());
+      out[rank].params = FlatParams((*trainer)->model());
     });
   }
   for (auto& t : ranks) t.join();
+  return out;
+}
+
+TEST(Trainer, TwoGlooRanksMatchOneRank) {
+  const std::vector<std::vector<Group>> updates = {MakeGroups(9, 1), MakeGroups(7, 2),
+                                                   MakeGroups(8, 3)};
+  const TrainerOptions base = SmallOptions();
+  torch::Tensor initial = FlatParams(MakeTrainer(base)->model());
+  torch::Tensor single = RunSingle(base, updates);
+  ASSERT_GT(RelativeDiff(initial, single), 1e-3) << "the updates did not change the model";
+
+  std::vector<RankOutcome> ranks = RunTwoRanks(base, updates);
   for (int rank = 0; rank < 2; ++rank) {
-    ASSERT_TRUE(errors[rank].ok()) << "rank " << rank << ": " << errors[rank];
-    EXPECT_EQ(last[rank].step, 3u);
-    EXPECT_EQ(last[rank].version, 3u);
-    EXPECT_TRUE(last[rank].trained);
+    ASSERT_TRUE(ranks[rank].status.ok()) << "rank " << rank << ": " << ranks[rank].status;
+    EXPECT_EQ(ranks[rank].last.step, 3u);
+    EXPECT_EQ(ranks[rank].last.version, 3u);
+    EXPECT_TRUE(ranks[rank].last.trained);
   }
   // Both ranks apply the same reduced gradients: identical parameters.
-  EXPECT_TRUE(torch::equal(finals[0], finals[1]));
-  const double diff = RelativeDiff(single, finals[0]);
+  EXPECT_TRUE(torch::equal(ranks[0].params, ranks[1].params));
+  const double diff = RelativeDiff(single, ranks[0].params);
   LOG(INFO) << "1 rank vs 2 ranks: relative parameter difference " << diff;
   EXPECT_LE(diff, 1e-5);
-  // Diagnostics are global: same on every rank and as with one rank.
-  EXPECT_EQ(last[0].diagnostics.tokens, last[1].diagnostics.tokens);
-  EXPECT_EQ(last[0].diagnostics.positive_rollouts, last[1].diagnostics.positive_rollouts);
-  EXPECT_NEAR(last[0].diagnostics.grad_norm, last[1].diagnostics.grad_norm, 1e-9);
-  EXPECT_GT(last[0].diagnostics.tokens, 0);
+  // Diagnostics are global: the same on every rank.
+  const UpdateDiagnostics& d0 = ranks[0].last.diagnostics;
+  const UpdateDiagnostics& d1 = ranks[1].last.diagnostics;
+  EXPECT_EQ(d0.tokens, d1.tokens);
+  EXPECT_EQ(d0.positive_rollouts, d1.positive_rollouts);
+  EXPECT_NEAR(d0.grad_norm, d1.grad_norm, 1e-9);
+  EXPECT_NEAR(d0.entropy, d1.entropy, 1e-9);
+  EXPECT_GT(d0.tokens, 0);
+}
+
+// With a KL term the frozen reference must be identical on every rank too
+// (rank 1 receives it from rank 0), and the update still matches one rank.
+TEST(Trainer, TwoGlooRanksMatchOneRankWithKlReference) {
+  const std::vector<std::vector<Group>> updates = {MakeGroups(6, 4), MakeGroups(6, 5)};
+  TrainerOptions base = SmallOptions();
+  base.loss.kl_coef = 0.1;
+  torch::Tensor single = RunSingle(base, updates);
+  std::vector<RankOutcome> ranks = RunTwoRanks(base, updates);
+  ASSERT_TRUE(ranks[0].status.ok()) << ranks[0].status;
+  ASSERT_TRUE(ranks[1].status.ok()) << ranks[1].status;
+  EXPECT_TRUE(torch::equal(ranks[0].params, ranks[1].params));
+  EXPECT_LE(RelativeDiff(single, ranks[0].params), 1e-5);
+  TrainerOptions no_kl = SmallOptions();
+  EXPECT_GT(RelativeDiff(single, RunSingle(no_kl, updates)), 1e-6) << "KL term had no effect";
 }
 
 // Interrupted (checkpoint after update 2, new Trainer resumes, continues) and
@@ -266,6 +298,9 @@ TEST(Trainer, MissingRankFailsWithinTimeout) {
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.emplace_back([&, rank] {
+      // Let rank 0's store listen first (a client that finds no server
+      // backs off for about a second).
+      if (rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
       TrainerOptions o = SmallOptions();
       o.rank = rank;
       o.world_size = 2;
