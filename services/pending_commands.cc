@@ -14,6 +14,5 @@ int NotBuilt(const char* name) {
 }  // namespace
 
 int LearnerCommand(int, char**) { return NotBuilt("learner"); }
-int ActorCommand(int, char**) { return NotBuilt("actor"); }
 
 }  // namespace rlvr::services
