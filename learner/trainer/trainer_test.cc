@@ -247,6 +247,69 @@ TEST(Trainer, CheckpointResumeMatchesUninterruptedRun) {
   EXPECT_GT(RelativeDiff(uninterrupted, FlatParams(no_state->model())), 1e-4);
 }
 
+// Rank 0 resumes from a checkpoint, rank 1 starts fresh: rank 1 receives the
+// resumed state with the first update, and the two-rank continuation matches
+// the uninterrupted single-rank run.
+TEST(Trainer, TwoRanksResumeFromCheckpoint) {
+  const std::vector<std::vector<Group>> updates = {MakeGroups(6, 41), MakeGroups(7, 42),
+                                                   MakeGroups(6, 43)};
+  TrainerOptions o = SmallOptions();
+  torch::Tensor uninterrupted = RunSingle(o, updates);
+  o.checkpoint_dir = FreshDir("two_rank_resume");
+  {
+    auto first = MakeTrainer(o);
+    ASSERT_TRUE(first->RunUpdate(updates[0], false).ok());
+    ASSERT_TRUE(first->SaveCheckpoint("ingest@1").ok());
+  }
+  const int port = testing::PickFreePort();
+  std::vector<RankOutcome> out(2);
+  std::vector<std::string> ingest(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      if (rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      TrainerOptions ro = o;
+      ro.rank = rank;
+      ro.world_size = 2;
+      ro.backend = "gloo";
+      ro.master_port = port;
+      auto t = Trainer::Create(ro, nullptr);
+      if (!t.ok()) {
+        out[rank].status = t.status();
+        return;
+      }
+      auto resumed = (*t)->Resume();
+      if (!resumed.ok()) {
+        out[rank].status = resumed.status();
+        return;
+      }
+      ingest[rank] = *resumed;
+      for (size_t k = 1;; ++k) {
+        std::vector<Group> groups =
+            rank == 0 && k < updates.size() ? updates[k] : std::vector<Group>{};
+        auto r = (*t)->RunUpdate(std::move(groups), rank == 0 && k + 1 == updates.size());
+        if (!r.ok()) {
+          out[rank].status = r.status();
+          return;
+        }
+        out[rank].last = *r;
+        if (r->stop) break;
+      }
+      out[rank].params = FlatParams((*t)->model());
+    });
+  }
+  for (auto& t : ranks) t.join();
+  ASSERT_TRUE(out[0].status.ok()) << out[0].status;
+  ASSERT_TRUE(out[1].status.ok()) << out[1].status;
+  EXPECT_EQ(ingest[0], "ingest@1");
+  EXPECT_EQ(ingest[1], "");
+  EXPECT_EQ(out[0].last.step, 3u);
+  EXPECT_EQ(out[1].last.step, 3u);
+  EXPECT_EQ(out[1].last.version, 3u);
+  EXPECT_TRUE(torch::equal(out[0].params, out[1].params));
+  EXPECT_LE(RelativeDiff(uninterrupted, out[0].params), 1e-5);
+}
+
 TEST(Trainer, ResumeSkipsCorruptLatestAndPrunes) {
   TrainerOptions o = SmallOptions();
   o.checkpoint_dir = FreshDir("corrupt");
