@@ -254,14 +254,15 @@ class NcclCommunicator final : public Communicator {
 #else
     if (r != ncclSuccess) return Fail(op, false, ncclGetErrorString(r));
 #endif
-    if (staged) {
-      if (cudaError_t e = cudaMemcpyAsync(t.data_ptr(), buf, bytes, cudaMemcpyDeviceToHost,
-                                          stream_);
-          e != cudaSuccess) {
-        return Fail(op, false, cudaGetErrorString(e));
-      }
+    absl::Status done = Wait(op, deadline, timeout);
+    if (!done.ok() || !staged) return done;
+    // Copy back only once the collective has completed: a copy into pageable
+    // host memory blocks the host, which must never wait on a hung peer.
+    if (cudaError_t e = cudaMemcpy(t.data_ptr(), buf, bytes, cudaMemcpyDeviceToHost);
+        e != cudaSuccess) {
+      return Fail(op, false, cudaGetErrorString(e));
     }
-    return Wait(op, deadline, timeout);
+    return absl::OkStatus();
   }
 
   absl::Status Wait(const char* op, absl::Time deadline, absl::Duration timeout) {
