@@ -62,10 +62,18 @@ def left():
     return DEADLINE - time.monotonic()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """n distinct free ports (all held open while picking, so none repeats)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def http_get(url, timeout=2.0):
@@ -110,10 +118,24 @@ class Proc:
         self.log.close()
 
 
+# Known causes, recognised in the logs of a failed run.
+HINTS = {
+    "null context when constructing CivetServer":
+        "prometheus-cpp's Exposer (civetweb) starts its worker threads with a ~100 KiB stack, "
+        "smaller than the static TLS of a process that loads OpenBLAS, glog and NCCL "
+        "(~122 KiB measured), so pthread_create fails with EINVAL; /metrics needs a server "
+        "that does not use civetweb's thread stack size (see docs/deploy.md).",
+}
+
+
 def fail(msg, procs=()):
     print(f"FAIL {msg}", flush=True)
     for p in procs:
-        print(f"--- last lines of {p.name} ({p.log_path}) ---\n{p.tail()}", flush=True)
+        tail = p.tail()
+        print(f"--- last lines of {p.name} ({p.log_path}) ---\n{tail}", flush=True)
+        for needle, hint in HINTS.items():
+            if needle in tail:
+                print(f"HINT ({p.name}): {hint}", flush=True)
     sys.exit(1)
 
 
@@ -221,7 +243,7 @@ def main():
                                text=True, timeout=max(5, left() - 60))
             if r.returncode != 0:
                 fail(f"rlvr pretrain failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
-        grpc_port, lm_port, am_port, ah_port = free_port(), free_port(), free_port(), free_port()
+        grpc_port, lm_port, am_port, ah_port, pport = free_ports(5)
         learner = Proc("learner", [binary, "learner", f"--config={cfg}", *sets,
                                    f"--address=127.0.0.1:{grpc_port}", f"--metrics_port={lm_port}",
                                    f"--run_dir={os.path.join(work, 'run')}"], work)
@@ -288,7 +310,6 @@ def main():
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             fail(f"promtool check config on the test copy:\n{r.stdout}{r.stderr}", procs)
-        pport = free_port()
         prom = Proc("prometheus", ["prometheus", f"--config.file={os.path.join(pdir, 'prometheus.yml')}",
                                    f"--storage.tsdb.path={os.path.join(pdir, 'data')}",
                                    f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"], work)
