@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -389,6 +393,47 @@ TEST(Trainer, MissingRankFailsWithinTimeout) {
   for (auto& t : ranks) t.join();
   EXPECT_EQ(rank1_status.code(), absl::StatusCode::kDeadlineExceeded) << rank1_status;
   EXPECT_NE(rank1_status.message().find("rank 1 of 2"), std::string::npos) << rank1_status;
+}
+
+// Real processes: rank 1 is a fork()ed child that trains one update and is
+// then killed (SIGKILL); rank 0's next update fails with a clear error instead
+// of hanging.
+TEST(Trainer, KilledRankProcessFailsPeer) {
+  const int port = testing::PickFreePort();
+  TrainerOptions o = SmallOptions();
+  o.world_size = 2;
+  o.backend = "gloo";
+  o.master_port = port;
+  o.learner.collective_timeout_s = 10;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    TrainerOptions ro = o;
+    ro.rank = 1;
+    auto t = Trainer::Create(ro, nullptr);
+    if (!t.ok()) ::_exit(2);
+    if (!(*t)->RunUpdate({}, false).ok()) ::_exit(3);
+    ::raise(SIGKILL);  // Dies without closing anything in an orderly way.
+    ::_exit(4);
+  }
+  auto t = Trainer::Create(o, nullptr);
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto first = (*t)->RunUpdate(MakeGroups(6, 51), false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "child status " << wstatus;
+  const auto start = std::chrono::steady_clock::now();
+  auto second = (*t)->RunUpdate(MakeGroups(6, 52), false);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().code() == absl::StatusCode::kUnavailable ||
+              second.status().code() == absl::StatusCode::kDeadlineExceeded)
+      << second.status();
+  EXPECT_NE(second.status().message().find("rank 0 of 2"), std::string::npos) << second.status();
+  LOG(INFO) << "killed rank detected after " << seconds << " s: " << second.status();
 }
 
 TEST(Trainer, EmptyUpdateAndScheduleAndBadInput) {
