@@ -2,20 +2,21 @@
 //
 // Each process owns one prometheus::Registry, created in main and passed to
 // the libraries that export metrics (never reached through a global).
-// MetricsServer serves it on `/metrics`.
+// MetricsServer serves it on `/metrics` with a small HTTP/1.1 server of its
+// own: prometheus-cpp's Exposer (civetweb) starts worker threads with ~100 KiB
+// stacks, which cannot even be created in a process whose static TLS
+// (OpenBLAS, glog, NCCL) is larger than that.
 #ifndef RLVR_COMMON_METRICS_H_
 #define RLVR_COMMON_METRICS_H_
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "prometheus/registry.h"
-
-namespace prometheus {
-class Exposer;
-}
 
 namespace rlvr {
 
@@ -26,6 +27,8 @@ struct MetricsServerOptions {
   int port = 0;
 };
 
+// Thread safety: Start/destructor from one thread; serving runs on the
+// server's own thread, which the destructor stops and joins.
 class MetricsServer {
  public:
   // Starts serving `registry` on http://bind_address:port/metrics. Fails with
@@ -39,8 +42,14 @@ class MetricsServer {
 
  private:
   MetricsServer() = default;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  void Serve();
+  void HandleConnection(int fd);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  int listen_fd_ = -1;
   int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 // Histogram bucket boundaries for durations in seconds, 1 ms .. ~100 s.
