@@ -367,8 +367,23 @@ bool ActorImpl::RunOneSession() {
   const rlvr::v1::Welcome welcome = msg.welcome();
   auto outbox = std::make_shared<Outbox>(static_cast<size_t>(2 * capacity_ + 16));
   uint64_t epoch;
+  bool rewound = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t held = std::max(policy_version_.load(), staged_version_);
+    if (welcome.latest_version() > 0 && welcome.latest_version() < held) {
+      // The learner went back in time (resumed from an older checkpoint):
+      // our weights are from a future it will never accept. Drop them and
+      // fetch its newest version from scratch.
+      rewound = true;
+      model_ = policy::Transformer{nullptr};
+      staged_ = policy::Transformer{nullptr};
+      staged_version_ = 0;
+      policy_version_.store(0);
+      latest_known_version_ = welcome.latest_version();
+      metrics_.policy_version.Set(0);
+      if (weight_ctx_) weight_ctx_->TryCancel();
+    }
     epoch = ++session_epoch_;
     session_up_ = true;
     outbox_ = outbox;
@@ -378,6 +393,10 @@ bool ActorImpl::RunOneSession() {
     if (draining_ || stop_) outbox->Close(/*graceful=*/true);
   }
   backoff_cv_.notify_all();  // The learner is reachable: retry weights now.
+  if (rewound) {
+    LOG(WARNING) << "learner's latest version " << welcome.latest_version()
+                 << " is older than ours; dropped our weights to refetch";
+  }
   metrics_.session_up.Set(1);
   UpdateHealth();
   LOG(INFO) << "actor session " << welcome.session_id() << " established with "

@@ -38,8 +38,21 @@ int WaitFor(pid_t pid, double timeout_s) {
 }
 
 TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
-  const char* binary = std::getenv("RLVR_BINARY");
-  ASSERT_NE(binary, nullptr) << "RLVR_BINARY must point at the rlvr CLI";
+  // RLVR_BINARY, else the CLI next to this test in the build tree.
+  std::string binary_path;
+  if (const char* env = std::getenv("RLVR_BINARY"); env != nullptr && *env != '\0') {
+    binary_path = env;
+  } else {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    ASSERT_GT(n, 0);
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/'));
+    binary_path = dir + "/../services/rlvr";
+  }
+  ASSERT_EQ(access(binary_path.c_str(), X_OK), 0) << "no rlvr CLI at " << binary_path;
+  const char* binary = binary_path.c_str();
   torch::set_num_threads(1);
   auto tokenizer = MakeCharTokenizer();
   TaskConfig task_config;
