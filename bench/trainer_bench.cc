@@ -84,8 +84,8 @@ class BareLoop {
       std::vector<const std::vector<int>*> prompts, completions;
       std::vector<float> adv;
       size_t rows = 0;
-      while (i < groups.size() &&
-             (rows == 0 || rows + groups[i].rollouts.size() <= static_cast<size_t>(micro_rollouts_))) {
+      while (i < groups.size() && (rows == 0 || rows + groups[i].rollouts.size() <=
+                                                    static_cast<size_t>(micro_rollouts_))) {
         double mean = 0;
         for (const auto& r : groups[i].rollouts) mean += r.reward;
         mean /= groups[i].rollouts.size();
@@ -143,11 +143,11 @@ int main(int argc, char** argv) {
   for (const auto& gr : groups) {
     for (const auto& r : gr.rollouts) tokens += static_cast<int64_t>(r.tokens.size());
   }
-  std::printf("trainer_bench: model d=%d layers=%d, %d groups x G=%d (%lld tokens), "
-              "micro-batch %d rollouts, %d thread(s), %d iterations\n",
-              config.model.d_model, config.model.n_layers, n_groups, g,
-              static_cast<long long>(tokens), config.batching.micro_batch_rollouts, threads,
-              iterations);
+  std::printf(
+      "trainer_bench: model d=%d layers=%d, %d groups x G=%d (%lld tokens), "
+      "micro-batch %d rollouts, %d thread(s), %d iterations\n",
+      config.model.d_model, config.model.n_layers, n_groups, g, static_cast<long long>(tokens),
+      config.batching.micro_batch_rollouts, threads, iterations);
   // Warm-up.
   for (int k = 0; k < 2; ++k) {
     if (!(*trainer)->RunUpdate(groups, false).ok()) return 1;
@@ -179,8 +179,9 @@ int main(int argc, char** argv) {
   const double mt = Median(t_trainer), mb = Median(t_bare);
   std::printf("bare fwd+bwd+AdamW step : median %.2f ms\n", mb * 1e3);
   std::printf("Trainer::RunUpdate      : median %.2f ms\n", mt * 1e3);
-  std::printf("ratio trainer/bare      : %.3f (median of paired ratios %.3f); overhead %.1f%% "
-              "(target <= 10%%)\n",
-              mt / mb, Median(ratios), (Median(ratios) - 1) * 100);
+  std::printf(
+      "ratio trainer/bare      : %.3f (median of paired ratios %.3f); overhead %.1f%% "
+      "(target <= 10%%)\n",
+      mt / mb, Median(ratios), (Median(ratios) - 1) * 100);
   return 0;
 }

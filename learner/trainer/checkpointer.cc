@@ -1,10 +1,9 @@
 #include "learner/trainer/checkpointer.h"
 
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <glog/logging.h>
 
 #include <algorithm>
 #include <atomic>
@@ -152,8 +151,8 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
   fs::create_directory(tmp, ec);
   if (ec) return absl::InternalError(absl::StrCat("mkdir ", tmp.string(), ": ", ec.message()));
 
-  std::string manifest = absl::StrCat(kManifestMagic, "\nstep ", data.step, "\nversion ",
-                                      data.version, "\n");
+  std::string manifest =
+      absl::StrCat(kManifestMagic, "\nstep ", data.step, "\nversion ", data.version, "\n");
   for (const auto& [name, bytes] : data.parts) {
     if (!ValidPartName(name)) {
       RemoveTreeQuietly(tmp);
@@ -235,7 +234,8 @@ absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
       }
       absl::StatusOr<std::string> bytes = ReadFile((fs::path(path) / (f[1] + ".bin")).string());
       if (!bytes.ok()) {
-        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));
+        return absl::DataLossError(
+            absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));
       }
       if (bytes->size() != size) {
         return absl::DataLossError(absl::StrCat(path, ": part ", f[1], " has ", bytes->size(),
@@ -268,8 +268,7 @@ absl::StatusOr<std::optional<CheckpointData>> Checkpointer::LoadLatest() const {
       continue;
     }
     if (data->step != *it) {
-      LOG(WARNING) << "checkpointer: skipping " << PathFor(*it) << ": manifest step "
-                   << data->step;
+      LOG(WARNING) << "checkpointer: skipping " << PathFor(*it) << ": manifest step " << data->step;
       continue;
     }
     return std::optional<CheckpointData>(*std::move(data));

@@ -84,8 +84,8 @@ std::unique_ptr<Communicator> MakeLocalCommunicator(const CommunicatorOptions& o
 
 absl::Status CollectiveError(const std::string& backend, const std::string& op, int rank,
                              int world_size, bool timed_out, const std::string& detail) {
-  std::string message = absl::StrCat(backend, " ", op, " failed on rank ", rank, " of ",
-                                     world_size, timed_out ? " (timed out)" : "", ": ", detail);
+  std::string message = absl::StrCat(backend, " ", op, " failed on rank ", rank, " of ", world_size,
+                                     timed_out ? " (timed out)" : "", ": ", detail);
   return timed_out ? absl::DeadlineExceededError(message) : absl::UnavailableError(message);
 }
 
@@ -127,13 +127,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> MakeCommunicator(const Communicato
     return internal::MakeLocalCommunicator(options);
   }
   if (backend != "gloo" && backend != "nccl") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "communicator: unknown backend \"", backend, "\" (auto | gloo | nccl | local)"));
+    return absl::InvalidArgumentError(absl::StrCat("communicator: unknown backend \"", backend,
+                                                   "\" (auto | gloo | nccl | local)"));
   }
   if (options.master_port <= 0 || options.master_port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "communicator: backend ", backend, " needs master_port in [1, 65535], got ",
-        options.master_port));
+    return absl::InvalidArgumentError(absl::StrCat("communicator: backend ", backend,
+                                                   " needs master_port in [1, 65535], got ",
+                                                   options.master_port));
   }
   if (backend == "gloo") return internal::MakeGlooCommunicator(options);
   return internal::MakeNcclCommunicator(options);

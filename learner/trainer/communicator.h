@@ -54,17 +54,17 @@ struct CommunicatorOptions {
   // "auto" (NCCL when LibTorch has CUDA and a GPU is visible, else Gloo;
   // "local" when world_size is 1), "gloo", "nccl" or "local".
   std::string backend = "auto";
-  int rank = 0;                          // This process's rank in [0, world_size).
-  int world_size = 1;                    // Number of ranks.
-  std::string master_addr = "127.0.0.1"; // Host of rank 0's TCPStore.
-  int master_port = 0;                   // TCPStore port; required (> 0) when world_size > 1.
+  int rank = 0;                           // This process's rank in [0, world_size).
+  int world_size = 1;                     // Number of ranks.
+  std::string master_addr = "127.0.0.1";  // Host of rank 0's TCPStore.
+  int master_port = 0;                    // TCPStore port; required (> 0) when world_size > 1.
   // Default timeout of every collective, and of the rendezvous itself.
   absl::Duration timeout = absl::Seconds(120);
   // Gloo: network interface to bind (torch's GLOO_SOCKET_IFNAME), "" = the
   // loopback when master_addr is a loopback address, else this host's name.
   std::string gloo_interface;
-  int gloo_threads = 2;                  // Gloo worker threads.
-  int cuda_device = -1;                  // NCCL: CUDA device; -1 = rank % device count.
+  int gloo_threads = 2;  // Gloo worker threads.
+  int cuda_device = -1;  // NCCL: CUDA device; -1 = rank % device count.
 };
 
 class Communicator {
@@ -73,7 +73,7 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual std::string backend() const = 0;   // "local", "gloo" or "nccl".
+  virtual std::string backend() const = 0;  // "local", "gloo" or "nccl".
   absl::Duration default_timeout() const { return default_timeout_; }
 
   // In-place element-wise reduction of each tensor across all ranks; every
@@ -86,8 +86,7 @@ class Communicator {
 
   // In place: every rank ends with root's contents of `tensor` (same shape
   // and dtype on every rank).
-  virtual absl::Status Broadcast(const at::Tensor& tensor, int root,
-                                 absl::Duration timeout) = 0;
+  virtual absl::Status Broadcast(const at::Tensor& tensor, int root, absl::Duration timeout) = 0;
   absl::Status Broadcast(const at::Tensor& tensor, int root);
 
   // Byte strings of any length: root's *bytes is sent; on the other ranks

@@ -1,8 +1,7 @@
 #include "learner/trainer/communicator.h"
 
-#include <torch/torch.h>
-
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <functional>
@@ -73,9 +72,8 @@ TEST(MakeCommunicator, RejectsBadOptions) {
   EXPECT_EQ(MakeCommunicator(o).status().code(), absl::StatusCode::kInvalidArgument);
   o.world_size = 2;
   o.backend = "auto";
-  EXPECT_EQ(ResolveCommunicatorBackend(o), HaveNcclCommunicator() && torch::cuda::is_available()
-                                               ? "nccl"
-                                               : "gloo");
+  EXPECT_EQ(ResolveCommunicatorBackend(o),
+            HaveNcclCommunicator() && torch::cuda::is_available() ? "nccl" : "gloo");
   if (!HaveNcclCommunicator()) {
     o.backend = "nccl";
     EXPECT_EQ(MakeCommunicator(o).status().code(), absl::StatusCode::kUnimplemented);

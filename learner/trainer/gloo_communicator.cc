@@ -1,12 +1,12 @@
 // The Gloo communicator: torch c10d ProcessGroupGloo over a c10d TCPStore
 // hosted by rank 0. Every c10d/Gloo exception is caught here and turned into
 // an absl::Status.
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <exception>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -77,15 +77,13 @@ class GlooCommunicator final : public Communicator {
   }
 
   absl::Status Announce(const std::string& key) override {
-    return Run("announce", default_timeout(), /*breaks=*/false, [&] {
-      store_->set(absl::StrCat("rlvr/announce/", key), std::vector<uint8_t>{1});
-    });
+    return Run("announce", default_timeout(), /*breaks=*/false,
+               [&] { store_->set(absl::StrCat("rlvr/announce/", key), std::vector<uint8_t>{1}); });
   }
 
   absl::Status AwaitAnnouncement(const std::string& key, absl::Duration timeout) override {
-    return Run("await_announcement", timeout, /*breaks=*/false, [&] {
-      store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout));
-    });
+    return Run("await_announcement", timeout, /*breaks=*/false,
+               [&] { store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout)); });
   }
 
  private:
@@ -110,9 +108,9 @@ class GlooCommunicator final : public Communicator {
     } catch (const std::exception& e) {
       if (breaks) broken_ = true;
       const std::string what = e.what();
-      return CollectiveError("gloo", op, rank_, world_size_, LooksLikeTimeout(what),
-                             absl::StrCat(what.substr(0, 400), " (timeout ",
-                                          absl::FormatDuration(timeout), ")"));
+      return CollectiveError(
+          "gloo", op, rank_, world_size_, LooksLikeTimeout(what),
+          absl::StrCat(what.substr(0, 400), " (timeout ", absl::FormatDuration(timeout), ")"));
     }
   }
 

@@ -11,21 +11,20 @@
 // wait polls the stream and ncclCommGetAsyncError against a deadline; past
 // it the communicator is aborted (ncclCommAbort) and DeadlineExceeded is
 // returned. Before NCCL 2.14 only the store-side rendezvous is bounded.
-#include "learner/trainer/communicator.h"
-
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "learner/trainer/communicator.h"
 #include "learner/trainer/communicator_backends.h"
 
 #if RLVR_HAVE_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 
 namespace rlvr::learner::internal {
@@ -46,12 +45,18 @@ std::chrono::milliseconds ToMillis(absl::Duration d) {
 
 absl::StatusOr<ncclDataType_t> NcclType(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kFloat: return ncclFloat32;
-    case at::kDouble: return ncclFloat64;
-    case at::kHalf: return ncclFloat16;
-    case at::kLong: return ncclInt64;
-    case at::kInt: return ncclInt32;
-    case at::kByte: return ncclUint8;
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kLong:
+      return ncclInt64;
+    case at::kInt:
+      return ncclInt32;
+    case at::kByte:
+      return ncclUint8;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("nccl: unsupported dtype ", std::string(c10::toString(t.scalar_type()))));
@@ -179,9 +184,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::Status AwaitAnnouncement(const std::string& key, absl::Duration timeout) override {
-    return StoreOp("await_announcement", [&] {
-      store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout));
-    });
+    return StoreOp("await_announcement",
+                   [&] { store_->wait({absl::StrCat("rlvr/announce/", key)}, ToMillis(timeout)); });
   }
 
  private:
@@ -236,8 +240,8 @@ class NcclCommunicator final : public Communicator {
         staging_bytes_ = bytes;
       }
       buf = staging_;
-      if (cudaError_t e = cudaMemcpyAsync(buf, t.data_ptr(), bytes, cudaMemcpyHostToDevice,
-                                          stream_);
+      if (cudaError_t e =
+              cudaMemcpyAsync(buf, t.data_ptr(), bytes, cudaMemcpyHostToDevice, stream_);
           e != cudaSuccess) {
         return Fail(op, false, cudaGetErrorString(e));
       }

@@ -1,8 +1,7 @@
 // The NCCL communicator at run time. Needs a CUDA device (and a build with
 // NCCL); skips otherwise. Labelled "gpu".
-#include <torch/torch.h>
-
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <thread>
 

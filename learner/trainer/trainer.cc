@@ -1,9 +1,8 @@
 #include "learner/trainer/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
-
 #include <glog/logging.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
@@ -79,8 +78,8 @@ struct TrainerMetrics {
                 "KL(behaviour || recomputed old policy), last update.");
     cancellation = &gauge("rlvr_learner_cancellation_residual",
                           "Shared-prefix cancellation residual, last update.");
-    orthogonality = &gauge("rlvr_learner_orthogonality_residual",
-                           "DFPO orthogonality residual, last update.");
+    orthogonality =
+        &gauge("rlvr_learner_orthogonality_residual", "DFPO orthogonality residual, last update.");
     zero_variance = &gauge("rlvr_learner_zero_variance_fraction",
                            "Fraction of all-equal-reward groups, last update.");
     positive = &gauge("rlvr_learner_positive_rollouts", "Kept positive rollouts, last update.");
@@ -112,9 +111,9 @@ struct TrainerMetrics {
     dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
   }
 
-  prometheus::Gauge *step, *version, *reward_mean, *accuracy, *entropy, *clip_fraction,
-      *ratio_mean, *ratio_max, *grad_norm, *kl, *cancellation, *orthogonality, *zero_variance,
-      *positive, *negative, *world_size, *last_step_timestamp;
+  prometheus::Gauge *step, *version, *reward_mean, *accuracy, *entropy, *clip_fraction, *ratio_mean,
+      *ratio_max, *grad_norm, *kl, *cancellation, *orthogonality, *zero_variance, *positive,
+      *negative, *world_size, *last_step_timestamp;
   prometheus::Histogram *step_seconds, *checkpoint_seconds;
   prometheus::Counter *tokens, *dropped_zero_variance, *dropped_balance, *dropped_trust_region;
 };
@@ -174,9 +173,10 @@ class Trainer::Impl {
       return absl::OkStatus();
     }));
     if (!options_.checkpoint_dir.empty() && options_.rank == 0) {
-      ASSIGN_OR_RETURN(checkpointer_,
-                       Checkpointer::Create({.dir = options_.checkpoint_dir,
-                                             .keep = std::max(1, options_.learner.keep_checkpoints)}));
+      ASSIGN_OR_RETURN(
+          checkpointer_,
+          Checkpointer::Create({.dir = options_.checkpoint_dir,
+                                .keep = std::max(1, options_.learner.keep_checkpoints)}));
     }
     CommunicatorOptions comm;
     comm.backend = options_.backend;
@@ -253,10 +253,12 @@ class Trainer::Impl {
     }
     for (const char* part : {kPartModel, kPartOptimizer, kPartCounters, kPartRng, kPartIngest}) {
       if (!data->parts.count(part)) {
-        return absl::DataLossError(absl::StrCat("checkpoint step ", data->step, " lacks part ", part));
+        return absl::DataLossError(
+            absl::StrCat("checkpoint step ", data->step, " lacks part ", part));
       }
     }
-    ASSIGN_OR_RETURN(TrainerCounters counters, internal::DecodeCounters(data->parts[kPartCounters]));
+    ASSIGN_OR_RETURN(TrainerCounters counters,
+                     internal::DecodeCounters(data->parts[kPartCounters]));
     RETURN_IF_ERROR(policy::LoadWeights(data->parts[kPartModel], model_, nullptr));
     RETURN_IF_ERROR(LoadOptimizer(data->parts[kPartOptimizer]));
     RETURN_IF_ERROR(LoadRng(data->parts[kPartRng]));
@@ -415,7 +417,8 @@ class Trainer::Impl {
     std::vector<torch::Tensor> pieces;
     pieces.reserve(params.size());
     for (const auto& p : params) {
-      pieces.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}, p.options()));
+      pieces.push_back(p.grad().defined() ? p.grad().reshape(-1)
+                                          : torch::zeros({p.numel()}, p.options()));
     }
     torch::Tensor flat = torch::cat(pieces);
     if (comm_->world_size() > 1) RETURN_IF_ERROR(comm_->AllReduceSum(flat));
@@ -447,9 +450,9 @@ class Trainer::Impl {
     OldLogProbs old;
     const bool precompute = options_.loss.old_logprobs == "recompute" && steps.size() > 1;
     if (precompute) {
-      ASSIGN_OR_RETURN(old, ComputeOldLogProbs(model_, m.groups,
-                                               SelectionForRank(m.plan, rank, world),
-                                               options_.batching.micro_batch_rollouts));
+      ASSIGN_OR_RETURN(old,
+                       ComputeOldLogProbs(model_, m.groups, SelectionForRank(m.plan, rank, world),
+                                          options_.batching.micro_batch_rollouts));
     }
     std::vector<torch::Tensor> params = model_->parameters();
     StepDiagnostics local;
@@ -457,11 +460,11 @@ class Trainer::Impl {
     double lr = LearningRate(optimizer_steps_);
     for (const OptimizerStep& step : steps) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
-      ASSIGN_OR_RETURN(StepDiagnostics d,
-                       AccumulateStepGradients(model_, m.groups, ShardStep(step, rank, world),
-                                               step.normalizer, options_.loss, options_.batching,
-                                               precompute ? &old : nullptr,
-                                               reference_.is_empty() ? nullptr : &reference_));
+      ASSIGN_OR_RETURN(
+          StepDiagnostics d,
+          AccumulateStepGradients(model_, m.groups, ShardStep(step, rank, world), step.normalizer,
+                                  options_.loss, options_.batching, precompute ? &old : nullptr,
+                                  reference_.is_empty() ? nullptr : &reference_));
       local.Merge(d);
       double norm = 0.0;
       RETURN_IF_ERROR(Guarded("optimizer step", [&]() -> absl::Status {

@@ -84,7 +84,7 @@ struct TrainerOptions {
   int rank = 0;             // This process's rank.
   int world_size = 1;       // Data-parallel ranks.
   std::string master_addr = "127.0.0.1";  // Rank 0's rendezvous host (MASTER_ADDR).
-  int master_port = 0;      // Rendezvous port (MASTER_PORT); required when world_size > 1.
+  int master_port = 0;           // Rendezvous port (MASTER_PORT); required when world_size > 1.
   std::string backend = "auto";  // Communicator: auto | gloo | nccl | local.
   // Directory of checkpoints (rank 0); "" disables SaveCheckpoint/Resume.
   std::string checkpoint_dir;

@@ -1,11 +1,9 @@
 #include "learner/trainer/trainer.h"
 
-#include <torch/torch.h>
-
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -34,8 +32,8 @@ TrainerOptions SmallOptions() {
   o.model.n_heads = 2;
   o.model.d_ff = 64;
   o.model.max_seq_len = 16;
-  o.batching.mini_batches = 2;         // Two optimizer steps per update.
-  o.batching.micro_batch_rollouts = 8; // Several micro-batches per step.
+  o.batching.mini_batches = 2;          // Two optimizer steps per update.
+  o.batching.micro_batch_rollouts = 8;  // Several micro-batches per step.
   o.optim.lr = 1e-2;
   o.optim.warmup_steps = 1;
   o.optim.weight_decay = 0.01;
@@ -76,7 +74,8 @@ std::vector<Group> MakeGroups(int n, uint64_t seed) {
 
 torch::Tensor FlatParams(policy::Transformer& model) {
   std::vector<torch::Tensor> pieces;
-  for (const auto& p : model->parameters()) pieces.push_back(p.detach().reshape(-1).to(torch::kFloat64));
+  for (const auto& p : model->parameters())
+    pieces.push_back(p.detach().reshape(-1).to(torch::kFloat64));
   return torch::cat(pieces);
 }
 
@@ -85,7 +84,8 @@ double RelativeDiff(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 std::string FreshDir(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) / absl::StrCat("rlvr_trainer_", name, "_", ::getpid());
+  fs::path dir =
+      fs::path(::testing::TempDir()) / absl::StrCat("rlvr_trainer_", name, "_", ::getpid());
   fs::remove_all(dir);
   return dir.string();
 }

@@ -102,14 +102,14 @@ void PutStats(Writer& w, const BatchStats& s) {
 }
 
 bool GetStats(Reader& r, BatchStats* s) {
-  for (int64_t* v : {&s->groups_in, &s->groups_zero_variance, &s->groups_dropped_zero_variance,
-                     &s->groups_dropped_balance, &s->groups_used, &s->rollouts_in,
-                     &s->rollouts_used, &s->rollouts_dropped_balance, &s->positive_rollouts,
-                     &s->negative_rollouts}) {
+  for (int64_t* v :
+       {&s->groups_in, &s->groups_zero_variance, &s->groups_dropped_zero_variance,
+        &s->groups_dropped_balance, &s->groups_used, &s->rollouts_in, &s->rollouts_used,
+        &s->rollouts_dropped_balance, &s->positive_rollouts, &s->negative_rollouts}) {
     if (!r.Get(v)) return false;
   }
-  for (double* v : {&s->reward_mean, &s->accuracy, &s->zero_variance_fraction,
-                    &s->max_step_imbalance}) {
+  for (double* v :
+       {&s->reward_mean, &s->accuracy, &s->zero_variance_fraction, &s->max_step_imbalance}) {
     if (!r.Get(v)) return false;
   }
   return true;
@@ -167,8 +167,8 @@ absl::StatusOr<UpdateMessage> DecodeUpdateMessage(absl::string_view bytes) {
   uint32_t format = 0;
   uint8_t stop = 0, has_state = 0;
   auto bad = [&](const char* what) {
-    return absl::DataLossError(absl::StrCat("update message: bad or truncated ", what, " (",
-                                            bytes.size(), " bytes)"));
+    return absl::DataLossError(
+        absl::StrCat("update message: bad or truncated ", what, " (", bytes.size(), " bytes)"));
   };
   if (!r.Expect(kMagic) || !r.Get(&format)) return bad("header");
   if (format != kFormat) return bad("format version");

@@ -41,7 +41,8 @@ TEST(UpdateCodec, RoundTrip) {
   EXPECT_EQ(back->groups[1].prompt_id, "q1");
   EXPECT_EQ(back->groups[1].lease_id, 99u);
   EXPECT_EQ(back->groups[1].prompt, m.groups[1].prompt);
-  EXPECT_EQ(back->groups[0].rollouts[0].behaviour_logprobs, m.groups[0].rollouts[0].behaviour_logprobs);
+  EXPECT_EQ(back->groups[0].rollouts[0].behaviour_logprobs,
+            m.groups[0].rollouts[0].behaviour_logprobs);
   EXPECT_EQ(back->groups[0].rollouts[1].reward, 0.0);
   ASSERT_EQ(back->plan.steps.size(), 2u);
   EXPECT_EQ(back->plan.steps[1].groups[0].advantages, (std::vector<double>{0.5, -0.5}));
