@@ -1,11 +1,8 @@
 // `rlvr actor`: flags + config -> ActorOptions -> Actor; SIGTERM/SIGINT ->
 // Actor::Shutdown -> exit 0.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,27 +45,6 @@ std::string DefaultActorId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   return absl::StrCat(host[0] != '\0' ? host : "actor", ":", getpid());
-}
-
-// A currently free TCP port on `address` (IPv4), or 0. prometheus-cpp's
-// civetweb refuses port 0, so "pick a free port" is done here; the window
-// between closing this socket and the exposer binding it is harmless for a
-// metrics port (a collision fails loudly at start-up).
-int PickFreePort(const std::string& address) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
-  int port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
 }
 
 int Fail(const std::string& what) {
@@ -154,18 +130,11 @@ int ActorCommand(int argc, char** argv) {
   if (metrics_port >= 0) {
     MetricsServerOptions metrics_options;
     metrics_options.bind_address = listen_address;
-    metrics_options.port = metrics_port > 0 ? metrics_port : PickFreePort(listen_address);
+    metrics_options.port = metrics_port;
     auto started = MetricsServer::Start(metrics_options, registry);
-    if (started.ok()) {
-      metrics = std::move(*started);
-      std::printf("actor metrics on port %d\n", metrics->port());
-    } else {
-      // Metrics are observability, not function: an actor that cannot serve
-      // them still generates (and its absence shows on the dashboard).
-      std::fprintf(stderr, "rlvr actor: WARNING: metrics disabled: %s\n",
-                   std::string(started.status().message()).c_str());
-      LOG(ERROR) << "metrics disabled: " << started.status();
-    }
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics = std::move(*started);
+    std::printf("actor metrics on port %d\n", metrics->port());
   }
 
   if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) return Fail("pipe2 failed");

@@ -1,7 +1,11 @@
 // `rlvr actor` as a real process against the in-process fake learner: it
 // connects, fetches weights, streams groups, and on a real SIGTERM drains,
 // closes its session cleanly and exits 0 within actor.shutdown_deadline_s.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,12 +14,16 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "actor/testing/fake_learner.h"
+#include "common/grpc_testing.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
 #include "common/task.h"
@@ -25,6 +33,41 @@ namespace rlvr {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The port printed as "<what> on port N" in `text`, or 0.
+int PrintedPort(const std::string& text, const std::string& what) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex(what + " on port ([0-9]+)"))) {
+    return std::stoi(m[1]);
+  }
+  return 0;
+}
+
+// GET /metrics from 127.0.0.1:port.
+std::string ScrapeMetrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+    send(fd, req.data(), req.size(), 0);
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
 
 // Waits for `pid` up to `timeout_s`; returns the wait status or -1 on timeout.
 int WaitFor(pid_t pid, double timeout_s) {
@@ -97,9 +140,14 @@ TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  char out_template[] = "/tmp/actor_process_test_XXXXXX";
+  const int out_fd = mkstemp(out_template);
+  ASSERT_GE(out_fd, 0);
+  const std::string out_path = out_template;
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    dup2(out_fd, STDOUT_FILENO);
     execv(binary, argv.data());
     _exit(127);
   }
@@ -115,6 +163,24 @@ TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
   EXPECT_TRUE(got_groups);
   EXPECT_FALSE(exited) << "rlvr actor exited before SIGTERM";
   if (got_groups) {
+    // Observability of the live process: health SERVING, metrics exported.
+    const std::string printed = ReadFile(out_path);
+    const int health_port = PrintedPort(printed, "actor health");
+    const int metrics_port = PrintedPort(printed, "actor metrics");
+    EXPECT_GT(health_port, 0) << printed;
+    EXPECT_GT(metrics_port, 0) << printed;
+    if (health_port > 0) {
+      auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", health_port),
+                                         grpc::InsecureChannelCredentials());
+      auto health = CheckHealth(channel, "", 5);
+      EXPECT_TRUE(health.ok() && *health == "SERVING") << health.status();
+    }
+    if (metrics_port > 0) {
+      const std::string metrics = ScrapeMetrics(metrics_port);
+      EXPECT_NE(metrics.find("rlvr_actor_groups_sent_total"), std::string::npos) << metrics;
+      EXPECT_NE(metrics.find("rlvr_actor_policy_version 1"), std::string::npos);
+      EXPECT_NE(metrics.find("rlvr_actor_session_up 1"), std::string::npos);
+    }
     const auto t0 = Clock::now();
     ASSERT_EQ(kill(pid, SIGTERM), 0);
     const int status = WaitFor(pid, kDeadlineS + 10);
@@ -127,10 +193,13 @@ TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
     EXPECT_EQ(stats.sessions_closed_cleanly, 1);  // WritesDone, not a dropped connection.
     EXPECT_EQ(stats.unknown_lease_groups, 0);
     for (const auto& r : (*learner)->accepted()) EXPECT_EQ(r.group.policy_version(), 1u);
+    EXPECT_NE(ReadFile(out_path).find("actor stopped"), std::string::npos);
   } else if (!exited) {
     kill(pid, SIGKILL);
     WaitFor(pid, 10);
   }
+  close(out_fd);
+  unlink(out_path.c_str());
 }
 
 }  // namespace
