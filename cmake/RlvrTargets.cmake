@@ -47,8 +47,11 @@ function(rlvr_add_test)
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
+  # The environment goes in through an `env` wrapper: an ENVIRONMENT list
+  # passed through gtest_discover_tests loses all but its first entry.
+  set_target_properties(${T_NAME} PROPERTIES CROSSCOMPILING_EMULATOR
+    "/usr/bin/env;RLVR_SOURCE_DIR=${PROJECT_SOURCE_DIR};RLVR_BINARY=$<TARGET_FILE:rlvr>;OMP_NUM_THREADS=1")
   gtest_discover_tests(${T_NAME}
     DISCOVERY_MODE PRE_TEST
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
-               ENVIRONMENT "RLVR_SOURCE_DIR=${PROJECT_SOURCE_DIR};RLVR_BINARY=$<TARGET_FILE:rlvr>;OMP_NUM_THREADS=1")
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
 endfunction()
