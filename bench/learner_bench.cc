@@ -277,6 +277,7 @@ double RunFanout(size_t blob_bytes, int watchers) {
       // A receive window of a few chunks keeps the stream from stalling on
       // HTTP/2 flow control (what an actor's weight channel should set).
       args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+      args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
       auto channel = grpc::CreateCustomChannel(
           "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -96,6 +96,7 @@ void Ingest::CloseSession(uint64_t session) {
     for (uint64_t id : ids) LoseLeaseLocked(id, Closed::kLost);
     lost = !ids.empty();
     UpdateGaugesLocked();
+    LOG(INFO) << "session " << session << " closed; " << ids.size() << " leases re-queued";
   }
   if (lost) Wake();
 }

@@ -1,6 +1,10 @@
 #include "learner/learner.h"
 
 #include <ATen/Parallel.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +22,7 @@
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/policy/evaluate.h"
+#include "common/policy/weights.h"
 #include "common/status_macros.h"
 #include "common/task.h"
 #include "common/tokenizer.h"
@@ -30,6 +35,23 @@
 
 namespace rlvr::learner {
 namespace {
+
+// A TCP port on `host` that was free a moment ago (0 if none).
+int FreePort(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 double NowUnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
 
@@ -78,6 +100,11 @@ class RankZero {
   void RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
                     uint64_t version_before, double heldout);
   rlvr::v1::LearnerStatus Status();
+  // The trainer counts versions from 0 (the base weights); the protocol needs
+  // >= 1 once serving (0 means "no weights" to an actor), so every version
+  // the learner publishes, and every version in groups, ledgers and
+  // metrics.jsonl, is the trainer's version + 1.
+  uint64_t PublishedVersion() const { return trainer_->version() + 1; }
   bool StopRequested() const { return o_.stop_requested && o_.stop_requested(); }
 
   const LearnerOptions& o_;
@@ -142,17 +169,26 @@ absl::Status RankZero::Setup() {
   {
     absl::MutexLock l(&figures_mu_);
     figures_.step = trainer_->step();
-    figures_.version = trainer_->version();
+    figures_.version = PublishedVersion();
   }
   metrics_.step->Set(static_cast<double>(trainer_->step()));
 
   if (o_.metrics_port >= 0) {
     MetricsServerOptions mo;
     mo.bind_address = o_.metrics_bind;
-    mo.port = o_.metrics_port;
-    ASSIGN_OR_RETURN(metrics_server_, MetricsServer::Start(mo, registry_));
-    LOG(INFO) << "metrics on http://" << o_.metrics_bind << ":" << metrics_server_->port()
-              << "/metrics";
+    // The exposer here cannot bind port 0 itself: pick a free port first.
+    mo.port = o_.metrics_port > 0 ? o_.metrics_port : FreePort(o_.metrics_bind);
+    absl::StatusOr<std::unique_ptr<MetricsServer>> ms = MetricsServer::Start(mo, registry_);
+    if (ms.ok()) {
+      metrics_server_ = std::move(*ms);
+      LOG(INFO) << "metrics on http://" << o_.metrics_bind << ":" << metrics_server_->port()
+                << "/metrics";
+      std::printf("learner metrics on port %d\n", metrics_server_->port());
+    } else if (o_.metrics_port > 0) {
+      return ms.status();
+    } else {
+      LOG(WARNING) << "metrics disabled: " << ms.status();
+    }
   }
 
   auth_ = std::make_unique<TokenChecker>(o_.auth_token, registry_.get(), "learner");
@@ -181,7 +217,7 @@ absl::Status RankZero::Setup() {
   RETURN_IF_ERROR(PublishCurrentVersion());
   server_->GetHealthCheckService()->SetServingStatus(true);
   LOG(INFO) << "learner rank 0 serving on port " << started.port << " (version "
-            << trainer_->version() << ", world size " << o_.world_size << ")";
+            << PublishedVersion() << ", world size " << o_.world_size << ")";
   std::printf("learner listening on port %d\n", started.port);
   std::fflush(stdout);
   if (!o_.port_file.empty()) {
@@ -200,8 +236,14 @@ absl::Status RankZero::Setup() {
 
 absl::Status RankZero::PublishCurrentVersion() {
   const absl::Time t0 = absl::Now();
-  auto blob = std::make_shared<const std::string>(trainer_->SerializeCurrentWeights());
-  const uint64_t version = trainer_->version();
+  const uint64_t version = PublishedVersion();
+  std::shared_ptr<const std::string> blob;
+  try {
+    blob = std::make_shared<const std::string>(
+        policy::SerializeWeights(trainer_->model(), version));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("serializing weights: ", e.what()));
+  }
   publisher_->Publish(version, blob);
   sessions_->AnnounceWeights(version, blob->size());
   ingest_->Publish(version);
@@ -212,9 +254,7 @@ absl::Status RankZero::PublishCurrentVersion() {
 
 absl::Status RankZero::Checkpoint() {
   if (trainer_options_.checkpoint_dir.empty()) return absl::OkStatus();
-  const absl::Time t0 = absl::Now();
   RETURN_IF_ERROR(trainer_->SaveCheckpoint(ingest_->SerializeState()));
-  metrics_.checkpoint_seconds->Observe(absl::ToDoubleSeconds(absl::Now() - t0));
   last_checkpoint_step_ = trainer_->step();
   checkpointed_once_ = true;
   LOG(INFO) << "checkpoint at step " << trainer_->step();
@@ -236,6 +276,7 @@ absl::StatusOr<double> RankZero::EvaluateHeldout() {
 void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
                             uint64_t version_before, double heldout) {
   const UpdateDiagnostics& d = r.diagnostics;
+  const uint64_t version = r.version + 1;  // See PublishedVersion().
   double staleness = 0.0;
   for (const TrainingGroup& g : groups) {
     staleness += static_cast<double>(version_before - g.group.policy_version);
@@ -243,9 +284,10 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
   if (!groups.empty()) staleness /= static_cast<double>(groups.size());
   const double now = NowUnixSeconds();
 
+  // The Trainer (same registry) owns the per-update counters and histograms
+  // (step_seconds, tokens_trained, groups_dropped by the batcher,
+  // checkpoint_seconds); the gauges below are set to the same values by both.
   metrics_.step->Set(static_cast<double>(r.step));
-  metrics_.step_seconds->Observe(r.step_seconds);
-  metrics_.tokens_trained->Increment(static_cast<double>(d.tokens));
   metrics_.reward_mean->Set(d.reward_mean);
   metrics_.accuracy->Set(d.accuracy);
   metrics_.entropy->Set(d.entropy);
@@ -259,15 +301,12 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
   metrics_.zero_variance_fraction->Set(d.zero_variance_fraction);
   metrics_.positive_rollouts->Set(static_cast<double>(d.positive_rollouts));
   metrics_.negative_rollouts->Set(static_cast<double>(d.negative_rollouts));
-  metrics_.dropped_zero_variance->Increment(static_cast<double>(d.groups_dropped_zero_variance));
-  metrics_.dropped_balance->Increment(static_cast<double>(d.groups_dropped_balance));
-  metrics_.dropped_trust_region->Increment(static_cast<double>(d.groups_dropped_trust_region));
   metrics_.last_step_timestamp_seconds->Set(now);
   if (heldout >= 0) metrics_.heldout_accuracy->Set(heldout);
   {
     absl::MutexLock l(&figures_mu_);
     figures_.step = r.step;
-    figures_.version = r.version;
+    figures_.version = version;
     figures_.tokens_trained += static_cast<uint64_t>(std::max<int64_t>(0, d.tokens));
     figures_.diag = d;
     figures_.step_seconds = r.step_seconds;
@@ -278,7 +317,7 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
   if (metrics_jsonl_.is_open()) {
     nlohmann::json j;
     j["step"] = r.step;
-    j["version"] = r.version;
+    j["version"] = version;
     j["reward"] = d.reward_mean;
     j["accuracy"] = d.accuracy;
     j["entropy"] = d.entropy;
@@ -330,7 +369,7 @@ absl::Status RankZero::TrainLoop() {
     std::vector<Group> groups;
     groups.reserve(taken->size());
     for (const TrainingGroup& g : *taken) groups.push_back(g.group);
-    const uint64_t version_before = trainer_->version();
+    const uint64_t version_before = PublishedVersion();
     ASSIGN_OR_RETURN(UpdateResult r, trainer_->RunUpdate(std::move(groups), /*stop_after=*/false));
     ingest_->CompleteUpdate(*taken);
     RETURN_IF_ERROR(PublishCurrentVersion());
@@ -340,7 +379,7 @@ absl::Status RankZero::TrainLoop() {
       ASSIGN_OR_RETURN(heldout, EvaluateHeldout());
     }
     RecordUpdate(r, *taken, version_before, heldout);
-    LOG(INFO) << "step " << r.step << " version " << r.version << " reward "
+    LOG(INFO) << "step " << r.step << " version " << PublishedVersion() << " reward "
               << r.diagnostics.reward_mean << " accuracy " << r.diagnostics.accuracy << " ("
               << r.step_seconds << " s)" << (heldout >= 0 ? " heldout " : "")
               << (heldout >= 0 ? absl::StrCat(heldout) : "");

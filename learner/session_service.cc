@@ -187,7 +187,11 @@ class SessionReactor final
       current_ = std::move(out_.front());
       out_.pop_front();
       writing_ = true;
-      StartWrite(&current_);
+      // More messages are queued behind this one: let the transport coalesce
+      // them into fewer frames and syscalls; the last one flushes.
+      grpc::WriteOptions options;
+      if (!out_.empty()) options.set_buffer_hint();
+      StartWrite(&current_, options);
       return;
     }
     if (finishing_) {

@@ -1,0 +1,286 @@
+// Multi-process tests of `rlvr learner` with real `rlvr actor` processes on
+// 127.0.0.1 (RLVR_BINARY is the CLI). A tiny model and task keep each test
+// well under a minute.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// A child process with stdout+stderr in `log`.
+class Child {
+ public:
+  Child(std::vector<std::string> argv, std::string log) : log_(std::move(log)) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      int st;
+      waitpid(pid_, &st, 0);
+    }
+  }
+  bool ok() const { return pid_ > 0; }
+  void Signal(int sig) {
+    if (!exited_) kill(pid_, sig);
+  }
+  // Exit status, or -1 if still running after `timeout_s`.
+  int Wait(double timeout_s) {
+    auto t0 = Clock::now();
+    while (!exited_) {
+      int st = 0;
+      pid_t r = waitpid(pid_, &st, WNOHANG);
+      if (r == pid_) {
+        exited_ = true;
+        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        break;
+      }
+      if (std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return code_;
+  }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+// Largest N in "actor now generates with policy version N" / "received weights of policy version N".
+int64_t ActorMaxVersion(const std::string& log) {
+  static const std::regex re("policy version ([0-9]+)");
+  int64_t best = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    best = std::max<int64_t>(best, std::stoll((*it)[1].str()));
+  }
+  return best;
+}
+
+class LearnerIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("RLVR_BINARY");
+    if (bin == nullptr || !fs::exists(bin)) GTEST_SKIP() << "RLVR_BINARY not set";
+    binary_ = bin;
+    dir_ = fs::temp_directory_path() /
+           ("rlvr_learner_it_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream cfg(dir_ / "config.yaml");
+    cfg << "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 16}\n"
+           "task: {min_digits: 1, max_digits: 1, train_size: 16, heldout_size: 8}\n"
+           "pretrain: {checkpoint: " << (dir_ / "no_base.rlvrw").string() << "}\n"
+           "sampling: {max_new_tokens: 4}\n"
+           "actor: {group_size: 4, max_batch_prompts: 2, threads: 1}\n"
+           "learner: {groups_per_update: 4, buffer_groups: 8, lease_timeout_s: 20,"
+           " checkpoint_every: 2, threads: 1}\n"
+           "eval: {every: 0, prompts: 8}\n";
+  }
+  void TearDown() override {
+    if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<Child> StartLearner(int total_updates, std::vector<std::string> extra = {}) {
+    fs::remove(dir_ / "port");
+    std::vector<std::string> argv = {binary_, "learner", "--config", (dir_ / "config.yaml").string(),
+                                     "--run_dir", dir_.string(), "--port_file",
+                                     (dir_ / "port").string(), "--ledger",
+                                     (dir_ / "ledger.jsonl").string(), "--total_updates",
+                                     std::to_string(total_updates)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto c = std::make_unique<Child>(argv, (dir_ / ("learner" + std::to_string(++starts_) + ".log")).string());
+    EXPECT_TRUE(c->ok());
+    return c;
+  }
+  int WaitForPort(Child& learner) {
+    auto t0 = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < 60) {
+      std::ifstream in(dir_ / "port");
+      int port = 0;
+      if (in >> port && port > 0) return port;
+      if (learner.Wait(0) >= 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "learner did not report its port:\n" << learner.Log();
+    return 0;
+  }
+  std::unique_ptr<Child> StartActor(int port, const std::string& name) {
+    auto c = std::make_unique<Child>(
+        std::vector<std::string>{binary_, "actor", "--learner", "127.0.0.1:" + std::to_string(port),
+                                 "--config", (dir_ / "config.yaml").string(), "--actor_id", name,
+                                 "--metrics_port", "-1", "--health_port", "-1",
+                                 "--listen_address", "127.0.0.1"},
+        (dir_ / (name + ".log")).string());
+    EXPECT_TRUE(c->ok());
+    return c;
+  }
+  size_t MetricsLines() { return ReadJsonLines((dir_ / "metrics.jsonl").string()).size(); }
+  bool WaitFor(const std::function<bool()>& cond, double timeout_s) {
+    auto t0 = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - t0).count() < timeout_s) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // Each (epoch, prompt_index) at most once; when a later epoch has started,
+  // epoch 0 holds every prompt (re-queued prompts go out before fresh ones).
+  void CheckLedgerExactlyOnce(size_t train_size) {
+    auto ledger = ReadJsonLines((dir_ / "ledger.jsonl").string());
+    std::map<uint64_t, std::multiset<uint64_t>> by_epoch;
+    for (const auto& j : ledger) {
+      by_epoch[j["epoch"].get<uint64_t>()].insert(j["prompt_index"].get<uint64_t>());
+    }
+    ASSERT_FALSE(by_epoch.empty());
+    for (const auto& [epoch, prompts] : by_epoch) {
+      std::set<uint64_t> unique(prompts.begin(), prompts.end());
+      EXPECT_EQ(unique.size(), prompts.size()) << "a prompt was trained twice in epoch " << epoch;
+      if (epoch == 0 && by_epoch.size() > 1) {
+        EXPECT_EQ(unique.size(), train_size) << "epoch " << epoch << " is incomplete";
+      }
+    }
+  }
+
+  std::string binary_;
+  fs::path dir_;
+  int starts_ = 0;
+};
+
+TEST_F(LearnerIntegrationTest, TwoActorsTrainAndVersionAdvancesOnEveryActor) {
+  auto learner = StartLearner(4);
+  int port = WaitForPort(*learner);
+  ASSERT_GT(port, 0);
+  auto a = StartActor(port, "actor-a");
+  auto b = StartActor(port, "actor-b");
+  ASSERT_EQ(learner->Wait(90), 0) << learner->Log();
+  auto lines = ReadJsonLines((dir_ / "metrics.jsonl").string());
+  ASSERT_EQ(lines.size(), 4u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["step"].get<uint64_t>(), i + 1);
+    EXPECT_TRUE(lines[i].contains("reward"));
+    EXPECT_TRUE(lines[i].contains("time"));
+  }
+  EXPECT_TRUE(lines.back().contains("heldout_accuracy"));
+  const int64_t first_version = lines.front()["version"].get<int64_t>() - 1;
+  // Both actors moved past the first version they were given.
+  EXPECT_GT(ActorMaxVersion(a->Log()), first_version) << a->Log();
+  EXPECT_GT(ActorMaxVersion(b->Log()), first_version) << b->Log();
+  CheckLedgerExactlyOnce(16);
+  EXPECT_TRUE(fs::exists(dir_ / "checkpoints"));
+  a->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(30), 0);
+  EXPECT_EQ(b->Wait(30), 0);
+}
+
+TEST_F(LearnerIntegrationTest, KilledActorsLeasesAreReissuedAndEveryPromptTrainedOnce) {
+  auto learner = StartLearner(8);  // Two epochs of 16 prompts, 4 per update.
+  int port = WaitForPort(*learner);
+  ASSERT_GT(port, 0);
+  auto a = StartActor(port, "actor-a");
+  auto b = StartActor(port, "actor-b");
+  ASSERT_TRUE(WaitFor([&] { return MetricsLines() >= 1; }, 60)) << learner->Log();
+  a->Signal(SIGKILL);  // Mid-lease: it holds leases whenever it is connected.
+  a->Wait(10);
+  ASSERT_EQ(learner->Wait(90), 0) << learner->Log();
+  EXPECT_EQ(MetricsLines(), 8u);
+  // The killed actor's session returned its leases to the queue.
+  static const std::regex re("closed; ([0-9]+) leases re-queued");
+  std::smatch m;
+  const std::string log = learner->Log();
+  bool requeued = false;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    requeued = requeued || std::stoi((*it)[1].str()) > 0;
+  }
+  EXPECT_TRUE(requeued) << log;
+  CheckLedgerExactlyOnce(16);
+  auto ledger = ReadJsonLines((dir_ / "ledger.jsonl").string());
+  EXPECT_EQ(ledger.size(), 32u);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(30), 0);
+}
+
+TEST_F(LearnerIntegrationTest, SigtermCheckpointsAndRestartContinuesTheCursor) {
+  auto learner = StartLearner(6, {"--set", "learner.max_policy_lag=0"});
+  int port = WaitForPort(*learner);
+  ASSERT_GT(port, 0);
+  auto a = StartActor(port, "actor-a");
+  ASSERT_TRUE(WaitFor([&] { return MetricsLines() >= 2; }, 60)) << learner->Log();
+  learner->Signal(SIGTERM);
+  ASSERT_EQ(learner->Wait(60), 0) << learner->Log();
+  const size_t done = MetricsLines();
+  ASSERT_GE(done, 2u);
+  ASSERT_LT(done, 6u) << "SIGTERM did not stop the run early";
+
+  // Restart in the same run directory: it resumes at step done + 1.
+  auto again = StartLearner(6, {"--set", "learner.max_policy_lag=0"});
+  port = WaitForPort(*again);
+  ASSERT_GT(port, 0);
+  a->Signal(SIGKILL);
+  a->Wait(10);
+  auto b = StartActor(port, "actor-b");
+  ASSERT_EQ(again->Wait(90), 0) << again->Log();
+  auto lines = ReadJsonLines((dir_ / "metrics.jsonl").string());
+  ASSERT_EQ(lines.size(), 6u);
+  for (size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(lines[i]["step"].get<uint64_t>(), i + 1);
+  // 6 updates x 4 groups: epoch 0 complete, 8 prompts of epoch 1, none twice.
+  CheckLedgerExactlyOnce(16);
+  EXPECT_EQ(ReadJsonLines((dir_ / "ledger.jsonl").string()).size(), 24u);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(30), 0);
+}
+
+}  // namespace
