@@ -187,11 +187,9 @@ class SessionReactor final
       current_ = std::move(out_.front());
       out_.pop_front();
       writing_ = true;
-      // More messages are queued behind this one: let the transport coalesce
-      // them into fewer frames and syscalls; the last one flushes.
-      grpc::WriteOptions options;
-      if (!out_.empty()) options.set_buffer_hint();
-      StartWrite(&current_, options);
+      // No buffer_hint here: a hinted write may not complete until a later
+      // write flushes it, and this reactor keeps one write in flight.
+      StartWrite(&current_);
       return;
     }
     if (finishing_) {
