@@ -1,9 +1,12 @@
 // Multi-process tests of `rlvr learner` with real `rlvr actor` processes on
 // 127.0.0.1 (RLVR_BINARY is the CLI). A tiny model and task keep each test
 // well under a minute.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,14 +204,24 @@ class LearnerIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(LearnerIntegrationTest, TwoActorsTrainAndVersionAdvancesOnEveryActor) {
-  auto learner = StartLearner(4);
+  // Training this tiny model takes milliseconds, so the first actor to
+  // connect would do it all: hold actor a (frozen, leases unanswered) until
+  // actor b has a session too, then let both work.
+  auto learner = StartLearner(10);
   int port = WaitForPort(*learner);
   ASSERT_GT(port, 0);
+  auto has_session = [&](const std::string& name) {
+    return learner->Log().find("actor " + name + " (") != std::string::npos;
+  };
   auto a = StartActor(port, "actor-a");
+  ASSERT_TRUE(WaitFor([&] { return has_session("actor-a"); }, 60)) << learner->Log();
+  a->Signal(SIGSTOP);
   auto b = StartActor(port, "actor-b");
+  ASSERT_TRUE(WaitFor([&] { return has_session("actor-b"); }, 60)) << learner->Log();
+  a->Signal(SIGCONT);
   ASSERT_EQ(learner->Wait(90), 0) << learner->Log();
   auto lines = ReadJsonLines((dir_ / "metrics.jsonl").string());
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 10u);
   for (size_t i = 0; i < lines.size(); ++i) {
     EXPECT_EQ(lines[i]["step"].get<uint64_t>(), i + 1);
     EXPECT_TRUE(lines[i].contains("reward"));
@@ -220,7 +233,7 @@ TEST_F(LearnerIntegrationTest, TwoActorsTrainAndVersionAdvancesOnEveryActor) {
   EXPECT_GT(ActorMaxVersion(a->Log()), first_version) << a->Log();
   EXPECT_GT(ActorMaxVersion(b->Log()), first_version) << b->Log();
   CheckLedgerExactlyOnce(16, false);
-  EXPECT_EQ(ReadJsonLines((dir_ / "ledger.jsonl").string()).size(), 16u);
+  EXPECT_EQ(ReadJsonLines((dir_ / "ledger.jsonl").string()).size(), 40u);
   EXPECT_TRUE(fs::exists(dir_ / "checkpoints"));
   a->Signal(SIGTERM);
   b->Signal(SIGTERM);
