@@ -445,7 +445,12 @@ absl::Status Ingest::RestoreState(const std::string& state) {
     if (j.at("format").get<int>() != 1) return absl::DataLossError("unknown ingest state format");
     absl::Status st = cursor_.Restore(j.at("cursor").get<std::string>());
     if (!st.ok()) return st;
-    next_lease_id_ = std::max<uint64_t>(next_lease_id_, j.at("next_lease_id").get<uint64_t>());
+    // A learner killed after this checkpoint may have granted ids beyond the
+    // saved counter to actors that still hold them: skip well past those so
+    // that no id is ever granted twice across a SIGKILL.
+    constexpr uint64_t kResumeLeaseIdGap = uint64_t{1} << 20;
+    next_lease_id_ = std::max<uint64_t>(
+        next_lease_id_, j.at("next_lease_id").get<uint64_t>() + kResumeLeaseIdGap);
     return absl::OkStatus();
   } catch (const std::exception& e) {
     return absl::DataLossError(absl::StrCat("bad ingest state: ", e.what()));

@@ -28,6 +28,7 @@
 #include "common/tokenizer.h"
 #include "learner/ingest.h"
 #include "learner/learner_metrics.h"
+#include "learner/ledger.h"
 #include "learner/session_service.h"
 #include "learner/status_service.h"
 #include "learner/trainer/trainer.h"
@@ -123,7 +124,7 @@ class RankZero {
   std::unique_ptr<StatusServiceImpl> status_service_;
   std::unique_ptr<grpc::Server> server_;  // Declared last: destroyed first.
   std::ofstream metrics_jsonl_;
-  std::ofstream ledger_;
+  LedgerWriter ledger_;
   uint64_t last_checkpoint_step_ = 0;
   bool checkpointed_once_ = false;
 
@@ -228,8 +229,16 @@ absl::Status RankZero::Setup() {
     if (!metrics_jsonl_) return absl::InternalError(absl::StrCat("cannot open ", o_.metrics_jsonl));
   }
   if (!o_.ledger_path.empty()) {
-    ledger_.open(o_.ledger_path, std::ios::app);
-    if (!ledger_) return absl::InternalError(absl::StrCat("cannot open ", o_.ledger_path));
+    // The model is at trainer_->step() (the checkpoint, or the base weights at
+    // 0): ledger lines of later steps describe updates a SIGKILL rolled back,
+    // which will be redone. Drop them (and a torn last line) before appending.
+    ASSIGN_OR_RETURN(LedgerTruncation t, TruncateLedger(o_.ledger_path, trainer_->step()));
+    if (t.dropped > 0 || t.malformed > 0) {
+      LOG(WARNING) << "ledger rewritten at resume step " << trainer_->step() << ": kept "
+                   << t.kept << " lines, dropped " << t.dropped << " of rolled-back steps and "
+                   << t.malformed << " torn/malformed";
+    }
+    RETURN_IF_ERROR(ledger_.Open(o_.ledger_path));
   }
   return absl::OkStatus();
 }
@@ -254,6 +263,9 @@ absl::Status RankZero::PublishCurrentVersion() {
 
 absl::Status RankZero::Checkpoint() {
   if (trainer_options_.checkpoint_dir.empty()) return absl::OkStatus();
+  // The ledger lines of every step up to this one reach the disk before the
+  // checkpoint that makes those steps permanent (see learner/ledger.h).
+  RETURN_IF_ERROR(ledger_.Sync());
   RETURN_IF_ERROR(trainer_->SaveCheckpoint(ingest_->SerializeState()));
   last_checkpoint_step_ = trainer_->step();
   checkpointed_once_ = true;
@@ -352,9 +364,9 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
       j["step"] = r.step;
       j["epoch"] = g.slot.epoch;
       j["position"] = g.slot.position;
-      ledger_ << j.dump() << "\n";
+      absl::Status s = ledger_.Append(j.dump());
+      if (!s.ok()) LOG(ERROR) << "ledger: " << s;
     }
-    ledger_.flush();
   }
 }
 

@@ -41,7 +41,9 @@ struct LearnerOptions {
   std::string run_dir;
   std::string metrics_jsonl;               // One JSON line per update; "" = none.
   // One JSON line per trained group {prompt_index, lease_id, version, step,
-  // epoch, position, prompt_id}; "" = none. Appended to across resumes.
+  // epoch, position, prompt_id}; "" = none. Appended to across resumes;
+  // at start, lines of steps after the resumed checkpoint are dropped
+  // (learner/ledger.h).
   std::string ledger_path;
   std::string base_weights;                // Base weight blob; "" = random init.
   int total_updates = 60;                  // Stop after this many updates (resumes count).

@@ -1,0 +1,141 @@
+#include "learner/ledger.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvr::learner {
+namespace {
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+// True if `line` is a JSON object with an unsigned integer "step"; sets *step.
+bool ParseStep(const std::string& line, uint64_t* step) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto it = j.find("step");
+  if (it == j.end() || !it->is_number_unsigned()) return false;
+  *step = it->get<uint64_t>();
+  return true;
+}
+
+absl::Status SyncDirectoryOf(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Errno(absl::StrCat("open ", dir.string()));
+  const int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return Errno(absl::StrCat("fsync ", dir.string()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LedgerTruncation> TruncateLedger(const std::string& path, uint64_t max_step) {
+  LedgerTruncation t;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!std::filesystem::exists(path)) return t;
+    return absl::InternalError(absl::StrCat("cannot read ", path));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string all = ss.str();
+  std::string out;
+  out.reserve(all.size());
+  size_t pos = 0;
+  while (pos < all.size()) {
+    const size_t nl = all.find('\n', pos);
+    if (nl == std::string::npos) {  // Torn last line: no newline, never complete.
+      ++t.malformed;
+      break;
+    }
+    const std::string line = all.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    uint64_t step = 0;
+    if (!ParseStep(line, &step)) {
+      ++t.malformed;
+    } else if (step > max_step) {
+      ++t.dropped;
+    } else {
+      ++t.kept;
+      out.append(line).push_back('\n');
+    }
+  }
+  if (t.dropped == 0 && t.malformed == 0) return t;  // Already consistent.
+
+  const std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno(absl::StrCat("open ", tmp));
+  size_t written = 0;
+  while (written < out.size()) {
+    const ssize_t n = write(fd, out.data() + written, out.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      absl::Status s = Errno(absl::StrCat("write ", tmp));
+      close(fd);
+      unlink(tmp.c_str());
+      return s;
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    absl::Status s = Errno(absl::StrCat("fsync ", tmp));
+    close(fd);
+    unlink(tmp.c_str());
+    return s;
+  }
+  close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    absl::Status s = Errno(absl::StrCat("rename ", tmp));
+    unlink(tmp.c_str());
+    return s;
+  }
+  absl::Status dir = SyncDirectoryOf(path);
+  if (!dir.ok()) return dir;
+  return t;
+}
+
+LedgerWriter::~LedgerWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::Status LedgerWriter::Open(const std::string& path) {
+  if (file_ != nullptr) std::fclose(file_);
+  file_ = std::fopen(path.c_str(), "ae");
+  if (file_ == nullptr) return Errno(absl::StrCat("cannot open ", path));
+  path_ = path;
+  return absl::OkStatus();
+}
+
+absl::Status LedgerWriter::Append(const std::string& line) {
+  if (file_ == nullptr) return absl::FailedPreconditionError("ledger not open");
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+      std::fputc('\n', file_) == EOF || std::fflush(file_) != 0) {
+    return Errno(absl::StrCat("write ", path_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LedgerWriter::Sync() {
+  if (file_ == nullptr) return absl::OkStatus();
+  if (std::fflush(file_) != 0 || fsync(fileno(file_)) != 0) {
+    return Errno(absl::StrCat("fsync ", path_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace rlvr::learner
