@@ -12,6 +12,26 @@
 namespace rlvr::learner {
 namespace {
 constexpr size_t kClosedHistory = 1 << 17;
+
+// Estimated memory of a buffered group; the two overloads agree for a Group
+// built from a RolloutGroup (buffer_bytes accounting adds one, subtracts the
+// other).
+int64_t GroupBytes(const rlvr::v1::RolloutGroup& group) {
+  int64_t bytes = 64;
+  for (const auto& c : group.completions()) {
+    bytes += 32 + 4 * static_cast<int64_t>(c.token_ids_size()) +
+             4 * static_cast<int64_t>(c.behaviour_logprobs_size());
+  }
+  return bytes;
+}
+int64_t GroupBytes(const Group& group) {
+  int64_t bytes = 64;
+  for (const Rollout& r : group.rollouts) {
+    bytes += 32 + 4 * static_cast<int64_t>(r.tokens.size()) +
+             4 * static_cast<int64_t>(r.behaviour_logprobs.size());
+  }
+  return bytes;
+}
 }  // namespace
 
 Ingest::Ingest(IngestOptions options, std::vector<LeasePrompt> prompts, LearnerMetrics* metrics)
@@ -79,7 +99,9 @@ absl::StatusOr<uint64_t> Ingest::OpenSession(int capacity) {
         absl::StrCat("learner serves at most ", options_.max_sessions, " sessions"));
   }
   uint64_t id = next_session_id_++;
-  sessions_[id] = Session{capacity, 0};
+  Session session;
+  session.capacity = capacity;
+  sessions_[id] = session;
   UpdateGaugesLocked();
   return id;
 }
@@ -176,6 +198,26 @@ std::vector<rlvr::v1::WorkLease> Ingest::Grant(uint64_t session) {
   return out;
 }
 
+bool Ingest::TakeRateTokenLocked(uint64_t session) {
+  if (options_.max_groups_per_s <= 0) return true;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return true;  // Closed session: nothing to meter.
+  Session& s = it->second;
+  const double rate = options_.max_groups_per_s;
+  const double burst = std::max(1.0, rate);
+  const absl::Time now = absl::Now();
+  if (s.rate_tokens < 0) {
+    s.rate_tokens = burst;
+  } else {
+    s.rate_tokens =
+        std::min(burst, s.rate_tokens + rate * absl::ToDoubleSeconds(now - s.rate_time));
+  }
+  s.rate_time = now;
+  if (s.rate_tokens < 1.0) return false;
+  s.rate_tokens -= 1.0;
+  return true;
+}
+
 rlvr::v1::Ack Ingest::RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
                                    std::string detail) {
   rlvr::v1::Ack ack;
@@ -202,7 +244,16 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
       if (live) LoseLeaseLocked(id, Closed::kLost);
       return RejectLocked(id, rlvr::v1::REJECT_REASON_UNAVAILABLE, "learner is shutting down");
     }
-    if (static_cast<int64_t>(message_bytes) > options_.max_message_bytes) {
+    const int64_t group_bytes = GroupBytes(group);
+    if (!TakeRateTokenLocked(session)) {
+      if (live) {
+        LoseLeaseLocked(id, Closed::kLost);
+        wake = true;
+      }
+      ack = RejectLocked(id, rlvr::v1::REJECT_REASON_RATE_LIMITED,
+                         absl::StrCat("session exceeds ", options_.max_groups_per_s,
+                                      " groups/s; lease re-queued"));
+    } else if (static_cast<int64_t>(message_bytes) > options_.max_message_bytes) {
       if (live) {
         LoseLeaseLocked(id, Closed::kLost);
         wake = true;
@@ -251,7 +302,15 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
                                                                : 0),
                                         ", ", latest_version_, "]"));
         wake = true;
+      } else if (options_.buffer_bytes > 0 && held_bytes_ + group_bytes > options_.buffer_bytes) {
+        LoseLeaseLocked(id, Closed::kLost);
+        ack = RejectLocked(id, rlvr::v1::REJECT_REASON_UNAVAILABLE,
+                           absl::StrCat("buffer byte cap: ", held_bytes_, " + ", group_bytes,
+                                        " > learner.buffer_bytes ", options_.buffer_bytes,
+                                        "; lease re-queued"));
+        wake = true;
       } else {
+        held_bytes_ += group_bytes;
         leases_.erase(id);
         auto sit = sessions_.find(session);
         if (sit != sessions_.end()) --sit->second.outstanding;
@@ -364,6 +423,7 @@ absl::StatusOr<std::vector<TrainingGroup>> Ingest::WaitForUpdate(
           for (WindowEntry* e : sorted) {
             metrics_->staleness_versions->Observe(
                 static_cast<double>(latest_version_ - e->group->policy_version));
+            held_bytes_ -= GroupBytes(*e->group);
             out.push_back(TrainingGroup{std::move(*e->group), e->slot});
           }
           window_taken_ = true;
@@ -375,6 +435,7 @@ absl::StatusOr<std::vector<TrainingGroup>> Ingest::WaitForUpdate(
         for (auto it = buffer_.begin(); it != buffer_.end();) {
           if (it->group.policy_version + lag < latest_version_) {
             metrics_->dropped_stale->Increment();
+            held_bytes_ -= GroupBytes(it->group);
             cursor_.Requeue(it->slot);
             ++reissued_;
             metrics_->leases_reissued->Increment();
@@ -389,6 +450,7 @@ absl::StatusOr<std::vector<TrainingGroup>> Ingest::WaitForUpdate(
           for (size_t i = 0; i < need; ++i) {
             metrics_->staleness_versions->Observe(
                 static_cast<double>(latest_version_ - buffer_.front().group.policy_version));
+            held_bytes_ -= GroupBytes(buffer_.front().group);
             taken->push_back(std::move(buffer_.front()));
             buffer_.pop_front();
           }

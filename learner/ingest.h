@@ -61,6 +61,13 @@ struct IngestOptions {
   double lease_timeout_s = 60.0;      // Lease deadline from grant.
   int64_t max_message_bytes = 16 << 20;  // Larger ActorMessages are rejected OVERSIZE.
   int max_sessions = 256;             // Concurrent sessions.
+  // Per-session token bucket (groups/s, burst of max(1, rate)); over-limit
+  // submissions are rejected RATE_LIMITED (a live lease is re-queued). 0 = off.
+  double max_groups_per_s = 0.0;
+  // Cap on the estimated bytes of accepted groups not yet handed to the
+  // trainer; a group that would exceed it is rejected UNAVAILABLE (lease
+  // re-queued). <= 0 = off.
+  int64_t buffer_bytes = 512LL << 20;
   uint64_t seed = 1;                  // Shuffle and sampling seeds.
   std::string task_name = "arithmetic";  // Copied into leases.
   int vocab_size = 1;                 // Token ids must be below this.
@@ -158,6 +165,8 @@ class Ingest {
   struct Session {
     int capacity = 1;
     int outstanding = 0;
+    double rate_tokens = -1.0;        // Token bucket; < 0 until first use.
+    absl::Time rate_time;             // Last refill.
   };
   struct WindowEntry {
     CursorSlot slot;
@@ -173,6 +182,8 @@ class Ingest {
   rlvr::v1::Ack RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
                              std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes one token from the session's rate bucket; false if over the limit.
+  bool TakeRateTokenLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SyncMode() const { return options_.max_policy_lag == 0; }
   void Wake();
   void ExpiryLoop();
@@ -203,6 +214,8 @@ class Ingest {
   uint64_t rejected_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reissued_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t granted_ ABSL_GUARDED_BY(mu_) = 0;
+  // Estimated bytes of accepted groups not yet handed to the trainer.
+  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex thread_mu_;
   bool thread_stop_ ABSL_GUARDED_BY(thread_mu_) = false;

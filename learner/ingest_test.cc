@@ -263,5 +263,51 @@ TEST(IngestTest, StateRoundTripReissuesOutstandingWork) {
   EXPECT_FALSE(g.ingest.RestoreState("{").ok());
 }
 
+TEST(IngestTest, PerSessionRateLimitRejectsAndRequeues) {
+  IngestOptions o = Options(1, 4, 2);
+  o.max_groups_per_s = 1.0;  // Burst of one, then one per second.
+  Fixture f(o);
+  f.ingest.Publish(1);
+  uint64_t s = *f.ingest.OpenSession(3);
+  uint64_t other = *f.ingest.OpenSession(1);
+  auto leases = f.ingest.Grant(s);
+  ASSERT_EQ(leases.size(), 3u);
+  EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(leases[0], 1), 100).accepted());
+  Ack limited = f.ingest.Submit(s, ValidGroup(leases[1], 1), 100);
+  EXPECT_FALSE(limited.accepted());
+  EXPECT_EQ(limited.reason(), rlvr::v1::REJECT_REASON_RATE_LIMITED);
+  EXPECT_NE(limited.detail().find("groups/s"), std::string::npos);
+  EXPECT_EQ(f.metrics.Rejected(rlvr::v1::REJECT_REASON_RATE_LIMITED).Value(), 1);
+  // The limited lease's prompt goes back to the queue: another session gets it.
+  auto again = f.ingest.Grant(other);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].prompt_id(), leases[1].prompt_id());
+  // The other session has its own bucket.
+  EXPECT_TRUE(f.ingest.Submit(other, ValidGroup(again[0], 1), 100).accepted());
+}
+
+TEST(IngestTest, BufferByteCapRejectsUntilTrainingFreesBytes) {
+  IngestOptions o = Options(1, 4, 2);
+  o.buffer_bytes = 400;  // A two-completion, two-token group is 160 bytes.
+  Fixture f(o);
+  f.ingest.Publish(1);
+  uint64_t s = *f.ingest.OpenSession(3);
+  auto leases = f.ingest.Grant(s);
+  ASSERT_EQ(leases.size(), 3u);
+  EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(leases[0], 1), 100).accepted());
+  EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(leases[1], 1), 100).accepted());
+  Ack full = f.ingest.Submit(s, ValidGroup(leases[2], 1), 100);
+  EXPECT_FALSE(full.accepted());
+  EXPECT_EQ(full.reason(), rlvr::v1::REJECT_REASON_UNAVAILABLE);
+  EXPECT_NE(full.detail().find("buffer_bytes"), std::string::npos);
+  auto groups = f.ingest.WaitForUpdate(nullptr);
+  ASSERT_TRUE(groups.ok());
+  f.ingest.CompleteUpdate(*groups);
+  f.ingest.Publish(2);
+  auto more = f.ingest.Grant(s);
+  ASSERT_FALSE(more.empty());
+  EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(more[0], 2), 100).accepted());
+}
+
 }  // namespace
 }  // namespace rlvr::learner

@@ -156,6 +156,8 @@ absl::Status RankZero::Setup() {
   io.lease_timeout_s = cfg_.learner.lease_timeout_s;
   io.max_message_bytes = cfg_.learner.max_message_bytes;
   io.max_sessions = cfg_.learner.max_sessions;
+  io.max_groups_per_s = cfg_.learner.max_groups_per_s;
+  io.buffer_bytes = cfg_.learner.buffer_bytes;
   io.seed = static_cast<uint64_t>(cfg_.learner.seed);
   io.task_name = task_->name();
   io.vocab_size = tokenizer_->vocab_size();
