@@ -24,10 +24,16 @@ target_compile_options(rlvr_torch_deps INTERFACE ${RLVR_TORCH_CXX_FLAGS} -pthrea
 add_library(rlvr_torch_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch_stub.cc)
 target_link_libraries(rlvr_torch_pch PUBLIC rlvr_torch_deps)
 rlvr_target_options(rlvr_torch_pch)
-target_precompile_headers(rlvr_torch_pch PRIVATE <torch/torch.h>)
+if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  target_precompile_headers(rlvr_torch_pch PRIVATE <torch/torch.h>)
+endif()
 
 function(rlvr_use_torch_pch target)
-  target_precompile_headers(${target} REUSE_FROM rlvr_torch_pch)
+  # clang cannot build this PCH from LibTorch 1.13's headers (incomplete
+  # c10::IValue); clang builds (fuzzing) compile without it.
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_precompile_headers(${target} REUSE_FROM rlvr_torch_pch)
+  endif()
 endfunction()
 
 # rlvr_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TORCH] [TIMEOUT s])
