@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -24,6 +25,7 @@ TEST(ChildProcessTest, CapturesOutputAndExitCode) {
 
 TEST(ChildProcessTest, StopEscalatesToKill) {
   std::string log = testing::TempDir() + "/child_stubborn.log";
+  std::remove(log.c_str());  // Logs append: a previous run's "ready" must not count.
   auto child = ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; echo ready; sleep 30"}, log,
                                    "stubborn");
   ASSERT_TRUE(child.ok());
@@ -40,6 +42,7 @@ TEST(ChildProcessTest, StopEscalatesToKill) {
 
 TEST(ChildProcessTest, MissingExecutableFailsInChild) {
   std::string log = testing::TempDir() + "/child_missing.log";
+  std::remove(log.c_str());
   auto child = ChildProcess::Spawn({"/nonexistent/binary"}, log, "missing");
   ASSERT_TRUE(child.ok());
   EXPECT_EQ(child->StopWithin(10, 0), 127);
