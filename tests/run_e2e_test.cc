@@ -1,0 +1,140 @@
+// `rlvr run` end to end with a tiny config (~1 minute): pretrain, a learner and
+// two actors as child processes, training, evaluation, the run directory's
+// files, no child left behind, and resumption on a second invocation.
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Shell(const std::string& cmd) {
+  int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Live processes whose command line mentions `needle`.
+std::vector<int> ProcessesMentioning(const std::string& needle) {
+  std::vector<int> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = Slurp(e.path() / "cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find(needle) != std::string::npos && cmdline.find("rlvr") != std::string::npos &&
+        std::stoi(name) != getpid()) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> Metrics(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "malformed metrics line: " << line;
+    if (!j.is_discarded()) out.push_back(j);
+  }
+  return out;
+}
+
+TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
+  const char* bin = std::getenv("RLVR_BINARY");
+  ASSERT_NE(bin, nullptr);
+  fs::path dir = fs::path(testing::TempDir()) / "rlvr_run_e2e";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path config = dir / "tiny.yaml";
+  std::ofstream(config) << "run: {name: e2e, runs_dir: " << (dir / "runs").string()
+                        << ", total_updates: 6, num_actors: 2}\n"
+                           "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
+                           "task: {train_size: 200, heldout_size: 40}\n"
+                           "pretrain: {steps: 30, batch_size: 32, checkpoint: "
+                        << (dir / "base.rlvrw").string()
+                        << "}\n"
+                           "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 2, "
+                           "max_policy_lag: 1}\n"
+                           "actor: {max_batch_prompts: 4}\n"
+                           "eval: {every: 3, prompts: 20}\n";
+  fs::path run_dir = dir / "runs" / "e2e";
+  std::string out1 = (dir / "first.out").string();
+  ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() + " > " + out1 +
+                " 2>&1"),
+            0)
+      << Slurp(out1) << Slurp(run_dir / "logs" / "learner.log");
+
+  // The run directory holds everything a person needs.
+  for (const char* f : {"config.yaml", "metrics.jsonl", "summary.json", "plot.png", "base_eval.json",
+                        "ledger.jsonl", "logs/learner.log", "logs/actor-0.log", "logs/actor-1.log"}) {
+    EXPECT_TRUE(fs::exists(run_dir / f)) << f;
+  }
+  EXPECT_TRUE(fs::exists(dir / "base.rlvrw"));  // Pretrained because it was missing.
+  std::vector<nlohmann::json> m = Metrics(run_dir / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 6u);
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i]["step"].get<int>(), static_cast<int>(i) + 1);
+    EXPECT_TRUE(m[i].contains("reward"));
+    EXPECT_TRUE(m[i].contains("cancellation_residual"));
+  }
+  EXPECT_TRUE(m[2].contains("heldout_accuracy"));
+  nlohmann::json summary = nlohmann::json::parse(Slurp(run_dir / "summary.json"));
+  EXPECT_EQ(summary["updates"].get<int>(), 6);
+  EXPECT_TRUE(summary["completed"].get<bool>());
+  EXPECT_GE(summary["final_heldout_accuracy"].get<double>(), 0.0);
+  EXPECT_GE(summary["base_heldout_accuracy"].get<double>(), 0.0);
+  std::string printed = Slurp(out1);
+  EXPECT_NE(printed.find("held-out greedy accuracy: base"), std::string::npos) << printed;
+
+  // New versions reached every actor.
+  std::regex gen("received weights of policy version ([0-9]+)");
+  for (const char* a : {"actor-0.log", "actor-1.log"}) {
+    std::string log = Slurp(run_dir / "logs" / a);
+    int max_version = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), gen); it != std::sregex_iterator();
+         ++it) {
+      max_version = std::max(max_version, std::stoi((*it)[1]));
+    }
+    EXPECT_GE(max_version, 3) << a;
+  }
+  // No child left behind.
+  EXPECT_TRUE(ProcessesMentioning(run_dir.string()).empty());
+
+  // A second invocation on the same run directory resumes at step 7.
+  std::string out2 = (dir / "second.out").string();
+  ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() +
+                " --set run.total_updates=9 > " + out2 + " 2>&1"),
+            0)
+      << Slurp(out2);
+  m = Metrics(run_dir / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 9u) << Slurp(out2);
+  EXPECT_EQ(m[6]["step"].get<int>(), 7);
+  EXPECT_EQ(m[8]["step"].get<int>(), 9);
+  EXPECT_NE(Slurp(run_dir / "logs" / "learner.log").find("resum"), std::string::npos);
+  EXPECT_TRUE(ProcessesMentioning(run_dir.string()).empty());
+}
+
+}  // namespace
