@@ -6,6 +6,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -32,7 +34,8 @@ class GuardedStatus final : public rlvr::v1::StatusService::Service {
 class AuthTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(testing::TempDir() + "/rlvr_auth_pki");
+    // One directory per process: ctest runs these tests in parallel processes.
+    dir_ = new std::string(testing::TempDir() + "/rlvr_auth_pki_" + std::to_string(::getpid()));
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     // Two CAs; server cert for 127.0.0.1/localhost from CA "a"; client certs
