@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/splitmix.h"
+
 namespace rlvr::policy {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in (0, 1) for (seed, step): row r's stream depends only on its seed.
 double Uniform(uint64_t seed, int64_t step) {

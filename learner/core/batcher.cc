@@ -8,24 +8,17 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/splitmix.h"
 #include "learner/core/advantage.h"
 
 namespace rlvr::learner {
 namespace {
 
-// splitmix64: a tiny, portable mixer, so plans are identical on every machine
-// (std:: distributions are implementation-defined).
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(Mix(seed)) {}
-  uint64_t Next() { return state_ = Mix(state_); }
+  explicit Rng(uint64_t seed) : state_(SplitMix64(seed)) {}
+  uint64_t Next() { return state_ = SplitMix64(state_); }
   // Uniform in [0, n); n > 0. The modulo bias is irrelevant at these sizes.
   uint64_t Below(uint64_t n) { return Next() % n; }
   template <typename T>
@@ -42,7 +35,7 @@ constexpr uint64_t kDownsampleStream = 0x646f776e;  // "down"
 constexpr uint64_t kEpochStream = 0x65706f63;       // "epoc"
 
 uint64_t StreamSeed(uint64_t seed, uint64_t stream, uint64_t index) {
-  return Mix(Mix(seed ^ Mix(stream)) + index);
+  return SplitMix64(SplitMix64(seed ^ SplitMix64(stream)) + index);
 }
 
 // A group after advantage computation and balancing.
