@@ -29,8 +29,9 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
 endif()
 
 function(rlvr_use_torch_pch target)
-  # clang cannot build this PCH from LibTorch 1.13's headers (incomplete
-  # c10::IValue); clang builds (fuzzing) compile without it.
+  # No PCH under clang (fuzz builds): clang 14 cannot compile LibTorch 1.13's
+  # headers in C++20 mode at all (incomplete c10::IValue), so those builds only
+  # build torch-free targets.
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     target_precompile_headers(${target} REUSE_FROM rlvr_torch_pch)
   endif()
