@@ -104,14 +104,23 @@ int main(int argc, char** argv) {
   std::printf("\n[matmul] torch::mm fp32 %dx%d: %.1f GFLOP/s\n", quick ? 512 : 1024,
               quick ? 512 : 1024, gflops);
 
-  // Decode: the default actor model shape (run_config.h), room for 8 + 128 tokens.
+  // Decode, for two shapes: the default actor model (run_config.h), where a
+  // batch-1 step is a few dozen tiny ops and per-op overhead dominates, and
+  // the d_model 512 / 4-layer model of the training benchmark below. Room for
+  // 8 prompt + `new_tokens` tokens.
   const int new_tokens = quick ? 32 : 128;
-  {
-    rlvr::ModelConfig defaults;
-    auto model = MakeModel(defaults.d_model, defaults.n_layers, defaults.n_heads, defaults.d_ff, 256);
-    std::printf("\n[decode] model d_model=%d layers=%d heads=%d d_ff=%d (%lld params), prompt 8, "
+  struct Shape {
+    const char* name;
+    int d_model, n_layers, n_heads, d_ff;
+  };
+  const rlvr::ModelConfig defaults;
+  for (const Shape& shape : {Shape{"default actor model", defaults.d_model, defaults.n_layers,
+                                   defaults.n_heads, defaults.d_ff},
+                             Shape{"training-bench model", 512, 4, 8, 1536}}) {
+    auto model = MakeModel(shape.d_model, shape.n_layers, shape.n_heads, shape.d_ff, 256);
+    std::printf("\n[decode] %s: d_model=%d layers=%d heads=%d d_ff=%d (%lld params), prompt 8, "
                 "%d new tokens, sampling T=1\n",
-                defaults.d_model, defaults.n_layers, defaults.n_heads, defaults.d_ff,
+                shape.name, shape.d_model, shape.n_layers, shape.n_heads, shape.d_ff,
                 static_cast<long long>(model->num_parameters()), new_tokens);
     std::printf("  %-6s %-16s %-16s %-8s\n", "batch", "kv-cache tok/s", "recompute tok/s", "ratio");
     for (int batch : {1, 32}) {

@@ -1,6 +1,8 @@
 #include "common/policy/model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -14,7 +16,8 @@ namespace {
 constexpr double kMaskValue = -1e9;
 
 // Rotates the pairs (x[..., i], x[..., i + D/2]) by the given angles.
-// x [B, H, S, D]; cos/sin [B, 1, S, D/2].
+// x [..., B, H, S, D]; cos/sin [B, 1, S, D/2] (broadcast over the leading
+// dimensions, so queries and keys can be rotated in one pass).
 torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   torch::Tensor x1 = x.narrow(-1, 0, half);
@@ -53,6 +56,27 @@ TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size
   final_norm_ = register_parameter("final_norm", torch::ones({d}));
   inv_freq_ = torch::pow(config.rope_theta,
                          -torch::arange(0, head_dim_, 2, torch::kFloat64) / double(head_dim_));
+  // The same float64 angles ForwardWithPositions would compute, tabulated
+  // once for positions [0, max_seq_len): decoding then looks them up instead
+  // of spending ~8 small tensor ops per step on them.
+  torch::Tensor angles =
+      torch::arange(config.max_seq_len, torch::kFloat64).unsqueeze(-1) * inv_freq_;
+  rope_table_ = torch::cat({angles.cos(), angles.sin()}, -1);  // [max_seq_len, head_dim]
+}
+
+std::pair<torch::Tensor, torch::Tensor> TransformerImpl::RopeAngles(const torch::Tensor& positions,
+                                                                    bool in_table) const {
+  const auto dtype = embed_.scalar_type();
+  const int64_t b = positions.size(0);
+  const int64_t s = positions.size(1);
+  const int64_t half = head_dim_ / 2;
+  if (in_table) {
+    torch::Tensor cs =
+        rope_table_.index_select(0, positions.reshape({-1})).to(dtype).view({b, 1, s, 2 * half});
+    return {cs.narrow(-1, 0, half), cs.narrow(-1, half, half)};
+  }
+  torch::Tensor angles = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;  // [B,S,D/2]
+  return {angles.cos().to(dtype).unsqueeze(1), angles.sin().to(dtype).unsqueeze(1)};
 }
 
 int64_t TransformerImpl::num_parameters() const {
@@ -63,6 +87,22 @@ int64_t TransformerImpl::num_parameters() const {
 
 torch::Tensor TransformerImpl::RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const {
   return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + 1e-6) * weight;
+}
+
+void TransformerImpl::CheckTokenRange(const torch::Tensor& tokens) const {
+  if (tokens.numel() == 0) return;
+  if (tokens.is_cpu() && tokens.is_contiguous()) {
+    // A plain scan: two reductions plus two item() calls would cost more
+    // than the whole embedding lookup of a decode step.
+    const int64_t* t = tokens.data_ptr<int64_t>();
+    for (int64_t i = 0, n = tokens.numel(); i < n; ++i) {
+      TORCH_CHECK(t[i] >= 0 && t[i] < vocab_size_, "token id out of vocabulary [0, ", vocab_size_,
+                  ")");
+    }
+    return;
+  }
+  TORCH_CHECK(tokens.min().item<int64_t>() >= 0 && tokens.max().item<int64_t>() < vocab_size_,
+              "token id out of vocabulary [0, ", vocab_size_, ")");
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
@@ -93,9 +133,18 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
   const int64_t b = tokens.size(0);
   const int64_t s = tokens.size(1);
   TORCH_CHECK(s >= 1, "need at least one token");
-  if (tokens.numel() > 0) {
-    TORCH_CHECK(tokens.min().item<int64_t>() >= 0 && tokens.max().item<int64_t>() < vocab_size_,
-                "token id out of vocabulary [0, ", vocab_size_, ")");
+  CheckTokenRange(tokens);
+  // The RoPE table covers [0, max_seq_len); other positions are computed.
+  bool positions_in_table = true;
+  if (positions.numel() == 0) {
+    positions_in_table = true;
+  } else if (positions.is_cpu() && positions.is_contiguous()) {
+    const int64_t* p = positions.data_ptr<int64_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + positions.numel());
+    positions_in_table = *lo >= 0 && *hi < rope_table_.size(0);
+  } else {
+    positions_in_table = positions.min().item<int64_t>() >= 0 &&
+                         positions.max().item<int64_t>() < rope_table_.size(0);
   }
   const int64_t past = cache != nullptr ? cache->length : 0;
   if (cache != nullptr) {
@@ -104,12 +153,9 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
     TORCH_CHECK(past + s <= cache->capacity, "KV cache capacity exceeded");
   }
   const int64_t total = past + s;
-  const auto dtype = embed_.scalar_type();
 
-  // RoPE angles per row and position.
-  torch::Tensor angles = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;  // [B,S,D/2]
-  torch::Tensor cos = angles.cos().to(dtype).unsqueeze(1);                         // [B,1,S,D/2]
-  torch::Tensor sin = angles.sin().to(dtype).unsqueeze(1);
+  // RoPE angles per row and position, [B,1,S,D/2] each.
+  auto [cos, sin] = RopeAngles(positions, positions_in_table);
 
   // Additive attention mask [B or 1, 1, S, total]: causal among the new
   // tokens plus the caller's key bias.
@@ -121,7 +167,7 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
   }
   torch::Tensor bias = key_bias;
   if (cache != nullptr) {
-    bias = cache->key_bias.narrow(3, 0, total);
+    bias = cache->has_key_bias ? cache->key_bias.narrow(3, 0, total) : torch::Tensor();
     if (key_bias.defined()) {
       TORCH_CHECK(key_bias.size(3) == total, "key_bias must cover cache + new keys");
       bias = key_bias;
@@ -129,16 +175,19 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
   }
   if (bias.defined()) mask = mask.defined() ? mask + bias : bias;
 
+  // The residual stream is kept as [B*S, D] so that every projection is one
+  // 2-D GEMM and the residual additions fold into it (addmm).
   const double scale = 1.0 / std::sqrt(double(head_dim_));
   const int64_t d = config_.d_model;
   const int64_t h = config_.n_heads;
-  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1})).view({b, s, d});
+  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}));  // [B*S, D]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    torch::Tensor qkv = torch::matmul(RmsNorm(x, l.attn_norm), l.qkv.t());  // [B,S,3D]
+    torch::Tensor qkv = torch::mm(RmsNorm(x, l.attn_norm), l.qkv.t());        // [B*S, 3D]
     qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});        // [3,B,H,S,Dh]
-    torch::Tensor q = ApplyRope(qkv[0], cos, sin);
-    torch::Tensor k = ApplyRope(qkv[1], cos, sin);
+    torch::Tensor qk = ApplyRope(qkv.narrow(0, 0, 2), cos, sin);             // [2,B,H,S,Dh]
+    torch::Tensor q = qk[0];
+    torch::Tensor k = qk[1];
     torch::Tensor v = qkv[2];
     if (cache != nullptr) {
       cache->keys[i].narrow(2, past, s).copy_(k);
@@ -149,15 +198,15 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
     torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,H,S,total]
     if (mask.defined()) scores = scores + mask;
     torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);     // [B,H,S,Dh]
-    attn = attn.transpose(1, 2).reshape({b, s, d});
-    x = x + torch::matmul(attn, l.out.t());
-    torch::Tensor gu = torch::matmul(RmsNorm(x, l.mlp_norm), l.gate_up.t());  // [B,S,2F]
+    attn = attn.transpose(1, 2).reshape({b * s, d});
+    x = torch::addmm(x, attn, l.out.t());
+    torch::Tensor gu = torch::mm(RmsNorm(x, l.mlp_norm), l.gate_up.t());  // [B*S, 2F]
     torch::Tensor gate = gu.narrow(-1, 0, config_.d_ff);
     torch::Tensor up = gu.narrow(-1, config_.d_ff, config_.d_ff);
-    x = x + torch::matmul(torch::silu(gate) * up, l.down.t());
+    x = torch::addmm(x, torch::silu(gate) * up, l.down.t());
   }
   if (cache != nullptr) cache->length = total;
-  return torch::matmul(RmsNorm(x, final_norm_), embed_.t());
+  return torch::mm(RmsNorm(x, final_norm_), embed_.t()).view({b, s, vocab_size_});
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,

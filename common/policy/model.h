@@ -24,6 +24,7 @@
 #define RLVR_COMMON_POLICY_MODEL_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -39,6 +40,7 @@ struct KvCache {
   std::vector<torch::Tensor> keys;    // Per layer [B, H, capacity, head_dim].
   std::vector<torch::Tensor> values;  // Per layer [B, H, capacity, head_dim].
   torch::Tensor key_bias;             // [B, 1, 1, capacity]: 0 or a large negative (pad keys).
+  bool has_key_bias = false;          // False while key_bias is all zero: it is then skipped.
   int64_t length = 0;                 // Positions filled so far.
   int64_t capacity = 0;               // Positions allocated.
 };
@@ -64,7 +66,8 @@ class TransformerImpl : public torch::nn::Module {
                                      const torch::Tensor& key_bias, KvCache* cache);
 
   // An empty cache for `batch` rows and `capacity` positions, in the
-  // parameters' dtype; key_bias all zero (the caller marks pad keys).
+  // parameters' dtype; key_bias all zero (the caller marks pad keys and sets
+  // has_key_bias).
   KvCache NewCache(int64_t batch, int64_t capacity) const;
 
   int vocab_size() const { return vocab_size_; }
@@ -77,6 +80,12 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor attn_norm, qkv, out, mlp_norm, gate_up, down;
   };
   torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const;
+  // Throws c10::Error unless every id is in [0, vocab_size).
+  void CheckTokenRange(const torch::Tensor& tokens) const;
+  // (cos, sin) [B, 1, S, head_dim/2] in the parameters' dtype for positions
+  // [B, S]; in_table: every position is in [0, max_seq_len) (table lookup).
+  std::pair<torch::Tensor, torch::Tensor> RopeAngles(const torch::Tensor& positions,
+                                                     bool in_table) const;
 
   ModelConfig config_;
   int vocab_size_;
@@ -84,7 +93,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor embed_;
   torch::Tensor final_norm_;
   std::vector<Layer> layers_;
-  torch::Tensor inv_freq_;  // [head_dim/2] float64, not a parameter.
+  torch::Tensor inv_freq_;    // [head_dim/2] float64, not a parameter.
+  torch::Tensor rope_table_;  // [max_seq_len, head_dim] float64: cos | sin of position * inv_freq_.
 };
 TORCH_MODULE(Transformer);
 

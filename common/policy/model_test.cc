@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "common/policy/logprobs.h"
@@ -163,6 +166,73 @@ TEST(SamplerTest, SeededSamplingIsReproducibleAndRowIndependent) {
   int distinct = 0;
   for (size_t i = 1; i < g.size(); ++i) distinct += g[i].tokens != g[0].tokens;
   EXPECT_GT(distinct, 0);
+}
+
+// Inverse-CDF sampling over an evenly spaced grid of uniforms reproduces the
+// intended distribution up to the grid step, for every truncation mode.
+TEST(SamplerTest, ChooseTokenFollowsTheTruncatedTemperedDistribution) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f, 0.0f, 0.5f};
+  const int v = static_cast<int>(logits.size());
+  auto expected = [&](double temperature, int top_k, double top_p) {
+    std::vector<double> p(v);
+    double z = 0;
+    for (int j = 0; j < v; ++j) z += p[j] = std::exp(logits[j] / temperature);
+    for (double& x : p) x /= z;
+    std::vector<int> order(v);
+    for (int j = 0; j < v; ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    std::vector<double> keep(v, 0.0);
+    // top-k keeps every token tied with the k-th value (here 0.5 twice).
+    const int k = top_k > 0 ? top_k : v;
+    const double kth = p[order[k - 1]];
+    double before = 0, kept_mass = 0;
+    double mass_k = 0;
+    for (int j = 0; j < v; ++j) mass_k += p[j] >= kth ? p[j] : 0.0;
+    for (int i = 0; i < v; ++i) {
+      const int j = order[i];
+      if (p[j] < kth || before >= top_p * mass_k) continue;
+      before += p[j];
+      keep[j] = p[j];
+      kept_mass += p[j];
+    }
+    for (double& x : keep) x /= kept_mass;
+    return keep;
+  };
+  struct Case {
+    double temperature;
+    int top_k;
+    double top_p;
+  };
+  std::vector<double> scratch;
+  for (const Case& c : {Case{1.0, 0, 1.0}, Case{0.7, 0, 1.0}, Case{1.3, 3, 1.0},
+                        Case{1.0, 0, 0.8}, Case{0.9, 4, 0.7}}) {
+    SamplingOptions opt;
+    opt.temperature = c.temperature;
+    opt.top_k = c.top_k;
+    opt.top_p = c.top_p;
+    const int n = 20000;
+    std::vector<double> freq(v, 0.0);
+    for (int i = 0; i < n; ++i) {
+      TokenChoice t = ChooseToken(logits.data(), v, (i + 0.5) / n, opt, &scratch);
+      ASSERT_GE(t.token, 0);
+      ASSERT_LT(t.token, v);
+      freq[t.token] += 1.0 / n;
+      // The recorded log-prob is the untempered, untruncated one.
+      double z = 0;
+      for (float x : logits) z += std::exp(double(x));
+      EXPECT_NEAR(t.logprob, logits[t.token] - std::log(z), 1e-6);
+    }
+    const std::vector<double> want = expected(c.temperature, c.top_k, c.top_p);
+    for (int j = 0; j < v; ++j) {
+      EXPECT_NEAR(freq[j], want[j], 2.0 / n)
+          << "token " << j << " T=" << c.temperature << " k=" << c.top_k << " p=" << c.top_p;
+    }
+  }
+  SamplingOptions greedy;
+  greedy.greedy = true;
+  EXPECT_EQ(ChooseToken(logits.data(), v, 0.99, greedy, &scratch).token, 0);
+  const std::vector<float> tie = {0.0f, 3.0f, 3.0f};
+  EXPECT_EQ(ChooseToken(tie.data(), 3, 0.5, greedy, &scratch).token, 1);  // Lowest id wins ties.
 }
 
 TEST(SamplerTest, GreedyTopKTopPStopsAndLength) {

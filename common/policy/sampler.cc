@@ -1,6 +1,8 @@
 #include "common/policy/sampler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 
 #include "common/splitmix.h"
@@ -60,43 +62,26 @@ Prepared Prepare(const std::vector<const std::vector<int>*>& prompts,
 
 // Chooses the next token of every row from logits [B, V] and records its
 // log-probability under the unmodified policy. Returns (tokens, logprobs) on
-// the CPU.
+// the CPU. A plain loop over the rows: at decode time B x V is small, and a
+// dozen tensor ops per step would cost more than the arithmetic.
 std::pair<torch::Tensor, torch::Tensor> Choose(const torch::Tensor& logits_in,
                                                const std::vector<uint64_t>& seeds, int64_t step,
                                                const SamplingOptions& options) {
-  torch::Tensor logits = logits_in.to(torch::kFloat32);
-  torch::Tensor logp = torch::log_softmax(logits, -1);
+  torch::Tensor logits = logits_in.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t b = logits.size(0);
-  const int64_t v = logits.size(1);
-  torch::Tensor chosen;
-  if (options.greedy || options.temperature <= 0) {
-    chosen = logits.argmax(-1);
-  } else {
-    torch::Tensor scaled = logits / options.temperature;
-    if (options.top_k > 0 && options.top_k < v) {
-      torch::Tensor kth = std::get<0>(scaled.topk(options.top_k, -1)).narrow(-1, options.top_k - 1, 1);
-      scaled = scaled.masked_fill(scaled < kth, -std::numeric_limits<float>::infinity());
-    }
-    torch::Tensor probs = torch::softmax(scaled, -1);
-    torch::Tensor order;  // Sorted order (top-p) or none.
-    if (options.top_p < 1.0) {
-      auto sorted = probs.sort(-1, /*descending=*/true);
-      torch::Tensor sp = std::get<0>(sorted);
-      order = std::get<1>(sorted);
-      // Keep the smallest prefix whose mass reaches top_p (the first token always).
-      torch::Tensor before = sp.cumsum(-1) - sp;
-      probs = sp.masked_fill(before >= options.top_p, 0.0);
-    }
-    std::vector<double> u(b);
-    for (int64_t r = 0; r < b; ++r) u[r] = Uniform(seeds[r], step);
-    torch::Tensor cdf = probs.to(torch::kFloat64).cumsum(-1);
-    torch::Tensor target =
-        torch::tensor(u, torch::kFloat64).unsqueeze(1) * cdf.narrow(1, v - 1, 1);
-    torch::Tensor pick = (cdf < target).sum(-1).clamp_max(v - 1);
-    chosen = order.defined() ? order.gather(1, pick.unsqueeze(1)).squeeze(1) : pick;
+  const int v = static_cast<int>(logits.size(1));
+  torch::Tensor chosen = torch::empty({b}, torch::kInt64);
+  torch::Tensor chosen_lp = torch::empty({b}, torch::kFloat32);
+  const float* l = logits.data_ptr<float>();
+  int64_t* c = chosen.data_ptr<int64_t>();
+  float* lp = chosen_lp.data_ptr<float>();
+  std::vector<double> scratch;
+  for (int64_t r = 0; r < b; ++r) {
+    const double u = options.greedy || options.temperature <= 0 ? 0.5 : Uniform(seeds[r], step);
+    TokenChoice t = ChooseToken(l + r * v, v, u, options, &scratch);
+    c[r] = t.token;
+    lp[r] = t.logprob;
   }
-  chosen = chosen.to(torch::kInt64).contiguous();
-  torch::Tensor chosen_lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).contiguous();
   return {chosen, chosen_lp};
 }
 
@@ -125,6 +110,64 @@ bool Record(const torch::Tensor& chosen, const torch::Tensor& lp, const Sampling
 
 }  // namespace
 
+TokenChoice ChooseToken(const float* logits, int vocab, double u, const SamplingOptions& options,
+                        std::vector<double>* scratch) {
+  TORCH_CHECK(vocab >= 1, "vocabulary must be non-empty");
+  // log pi(token) under the unmodified policy: logits - logsumexp(logits).
+  const float* max_it = std::max_element(logits, logits + vocab);  // First maximum: lowest id.
+  const double max_logit = *max_it;
+  double z = 0;
+  for (int j = 0; j < vocab; ++j) z += std::exp(double(logits[j]) - max_logit);
+  const double log_z = max_logit + std::log(z);
+  auto choice = [&](int token) { return TokenChoice{token, float(double(logits[token]) - log_z)}; };
+  if (options.greedy || options.temperature <= 0) return choice(static_cast<int>(max_it - logits));
+
+  // Tempered, top-k-truncated weights (unnormalised), then top-p on them.
+  std::vector<double>& w = *scratch;
+  w.assign(logits, logits + vocab);
+  const double inv_t = 1.0 / options.temperature;
+  for (double& x : w) x = (x - max_logit) * inv_t;  // <= 0; the maximum maps to 0.
+  if (options.top_k > 0 && options.top_k < vocab) {
+    std::vector<double> sorted(w);
+    std::nth_element(sorted.begin(), sorted.begin() + (options.top_k - 1), sorted.end(),
+                     std::greater<double>());
+    const double kth = sorted[options.top_k - 1];
+    for (double& x : w) x = x < kth ? -std::numeric_limits<double>::infinity() : x;
+  }
+  double total = 0;
+  for (double& x : w) {
+    x = std::exp(x);
+    total += x;
+  }
+  if (options.top_p < 1.0) {
+    // Keep the most likely tokens while the mass before them is < top_p (the
+    // first always); sample among them in order of decreasing probability.
+    std::vector<int> order(vocab);
+    for (int j = 0; j < vocab; ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return w[a] > w[b]; });
+    double before = 0;
+    int kept = 0;
+    while (kept < vocab && before < options.top_p * total) before += w[order[kept++]];
+    const double target = u * before;
+    double cdf = 0;
+    for (int i = 0; i < kept; ++i) {
+      cdf += w[order[i]];
+      if (cdf >= target) return choice(order[i]);
+    }
+    return choice(order[kept - 1]);
+  }
+  const double target = u * total;
+  double cdf = 0;
+  int last_positive = 0;
+  for (int j = 0; j < vocab; ++j) {
+    if (w[j] <= 0) continue;
+    cdf += w[j];
+    last_positive = j;
+    if (cdf >= target) return choice(j);
+  }
+  return choice(last_positive);  // Rounding: target within an ulp of the total.
+}
+
 std::vector<Sample> Generate(Transformer& model, const std::vector<const std::vector<int>*>& prompts,
                              const std::vector<uint64_t>& seeds, const SamplingOptions& options) {
   torch::NoGradGuard no_grad;
@@ -134,6 +177,8 @@ std::vector<Sample> Generate(Transformer& model, const std::vector<const std::ve
   std::vector<char> done(p.batch, 0);
   KvCache cache = model->NewCache(p.batch, p.max_prompt + options.max_new_tokens);
   cache.key_bias.narrow(3, 0, p.max_prompt).copy_(p.pad_bias);
+  cache.has_key_bias =
+      *std::min_element(p.lengths.begin(), p.lengths.end()) != p.max_prompt;  // Any left padding?
   torch::Tensor logits = model->ForwardWithPositions(p.tokens, p.positions, torch::Tensor(), &cache);
   logits = logits.select(1, p.max_prompt - 1);
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);  // [B,1]

@@ -28,6 +28,21 @@ struct Sample {
   bool stopped = false;         // True if the last token is a stop token.
 };
 
+// One sampling decision over a vocabulary of `vocab` logits (float32, the
+// unmodified policy): greedy (first maximum) if options.greedy or
+// temperature <= 0; otherwise inverse-CDF sampling with the uniform draw u in
+// (0, 1) from softmax(logits / temperature), restricted to the top_k largest
+// (ties at the k-th value kept) and then to the smallest most-likely prefix
+// whose mass reaches top_p (in decreasing probability order, the first token
+// always kept). logprob is log softmax(logits)[token] at temperature 1 with no
+// truncation, what the learner recomputes. `scratch` is reused storage.
+struct TokenChoice {
+  int token = 0;
+  float logprob = 0;
+};
+TokenChoice ChooseToken(const float* logits, int vocab, double u, const SamplingOptions& options,
+                        std::vector<double>* scratch);
+
 // One completion per row. Rows of different prompt lengths are batched
 // (left-padded; see model.h), with a preallocated KV cache. Row r's result
 // depends only on (weights, *prompts[r], seeds[r], options), not on the other
