@@ -237,6 +237,34 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
+    ack = SubmitLocked(session, group, message_bytes, &wake);
+    UpdateGaugesLocked();
+  }
+  if (wake) Wake();
+  return ack;
+}
+
+void Ingest::SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
+                         google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
+  bool wake = false;
+  {
+    absl::MutexLock l(&mu_);
+    acks->Reserve(acks->size() + batch.groups_size());
+    for (const rlvr::v1::RolloutGroup& group : batch.groups()) {
+      // The group's own encoded size plus its field framing in the batch.
+      const size_t bytes = group.ByteSizeLong() + 6;
+      *acks->Add() = SubmitLocked(session, group, bytes, &wake);
+    }
+    UpdateGaugesLocked();
+  }
+  if (wake) Wake();
+}
+
+rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                                   size_t message_bytes, bool* wake_out) {
+  rlvr::v1::Ack ack;
+  bool& wake = *wake_out;
+  {
     const uint64_t id = group.lease_id();
     auto it = leases_.find(id);
     const bool live = it != leases_.end() && it->second.session == session;
@@ -348,9 +376,7 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
         cv_.SignalAll();
       }
     }
-    UpdateGaugesLocked();
   }
-  if (wake) Wake();
   return ack;
 }
 

@@ -125,6 +125,12 @@ class Ingest {
   // ActorMessage size on the wire.
   rlvr::v1::Ack Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
                        size_t message_bytes);
+  // Validates and buffers every group of a RolloutBatch under one lock, each
+  // exactly as Submit would (a bad group is rejected alone); appends one Ack
+  // per group, in order, to `acks`. Each group's encoded size stands for its
+  // message size (OVERSIZE).
+  void SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
+                   google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
   // Leases given back by the actor.
   void Return(uint64_t session, const std::vector<uint64_t>& lease_ids);
   // Stops granting (shutdown drain); submissions are still accepted.
@@ -181,6 +187,10 @@ class Ingest {
   void RecordClosedLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   rlvr::v1::Ack RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
                              std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Submit's body, without gauges or wake-up; sets *wake when a lease went
+  // back to the queue (credits for other sessions).
+  rlvr::v1::Ack SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                             size_t message_bytes, bool* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes one token from the session's rate bucket; false if over the limit.
   bool TakeRateTokenLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <string>
+#include <vector>
 
 #include <glog/logging.h>
 
@@ -51,14 +52,13 @@ class SessionReactor final
       RequestFinishLocked(grpc::Status::OK);
       return;
     }
-    const size_t bytes = in_.ByteSizeLong();
     switch (in_.kind_case()) {
       case rlvr::v1::ActorMessage::kHello:
         HandleHello();
         return;
       case rlvr::v1::ActorMessage::kGroup: {
         if (session_ == 0) return FailBeforeHello();
-        rlvr::v1::Ack ack = ingest_->Submit(session_, in_.group(), bytes);
+        rlvr::v1::Ack ack = ingest_->Submit(session_, in_.group(), in_.ByteSizeLong());
         if (!ack.accepted()) {
           LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease "
                        << ack.lease_id() << " rejected "
@@ -67,6 +67,22 @@ class SessionReactor final
         absl::MutexLock l(&mu_);
         rlvr::v1::LearnerMessage m;
         *m.mutable_ack() = std::move(ack);
+        out_.push_back(std::move(m));
+        PumpLocked();
+        break;
+      }
+      case rlvr::v1::ActorMessage::kGroupBatch: {
+        if (session_ == 0) return FailBeforeHello();
+        rlvr::v1::LearnerMessage m;
+        auto* acks = m.mutable_ack_batch()->mutable_acks();
+        ingest_->SubmitBatch(session_, in_.group_batch(), acks);
+        for (const rlvr::v1::Ack& ack : *acks) {
+          if (ack.accepted()) continue;
+          LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease "
+                       << ack.lease_id() << " rejected "
+                       << rlvr::v1::RejectReason_Name(ack.reason()) << ": " << ack.detail();
+        }
+        absl::MutexLock l(&mu_);
         out_.push_back(std::move(m));
         PumpLocked();
         break;
@@ -130,6 +146,7 @@ class SessionReactor final
     {
       absl::MutexLock l(&mu_);
       session_ = *id;
+      batch_messages_ = hello.batch_messages();
       rlvr::v1::LearnerMessage m;
       rlvr::v1::Welcome* w = m.mutable_welcome();
       w->set_session_id(absl::StrCat(*id));
@@ -138,6 +155,7 @@ class SessionReactor final
       w->set_max_policy_lag(o.max_policy_lag);
       w->set_vocab_size(o.vocab_size);
       w->set_max_message_bytes(o.max_message_bytes);
+      w->set_batch_messages(true);
       out_.push_back(std::move(m));
     }
     service_->Register(this);  // Also queues the newest WeightsAvailable.
@@ -177,10 +195,20 @@ class SessionReactor final
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
     if (!finishing_ && !closed_ && !write_failed_ && session_ != 0) {
-      for (rlvr::v1::WorkLease& lease : ingest_->Grant(session_)) {
+      std::vector<rlvr::v1::WorkLease> leases = ingest_->Grant(session_);
+      if (batch_messages_ && !leases.empty()) {
+        // One message for all of them: one write and one read instead of n.
         rlvr::v1::LearnerMessage m;
-        *m.mutable_lease() = std::move(lease);
+        auto* batch = m.mutable_lease_batch()->mutable_leases();
+        batch->Reserve(static_cast<int>(leases.size()));
+        for (rlvr::v1::WorkLease& lease : leases) *batch->Add() = std::move(lease);
         out_.push_back(std::move(m));
+      } else {
+        for (rlvr::v1::WorkLease& lease : leases) {
+          rlvr::v1::LearnerMessage m;
+          *m.mutable_lease() = std::move(lease);
+          out_.push_back(std::move(m));
+        }
       }
     }
     if (!out_.empty() && !write_failed_) {
@@ -206,6 +234,8 @@ class SessionReactor final
 
   absl::Mutex mu_;
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // 0 until Hello is accepted.
+  // Hello.batch_messages: leases may be sent as one LeaseBatch.
+  bool batch_messages_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Ingest session closed.
   std::deque<rlvr::v1::LearnerMessage> out_ ABSL_GUARDED_BY(mu_);
   rlvr::v1::LearnerMessage current_ ABSL_GUARDED_BY(mu_);
