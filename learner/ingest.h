@@ -96,6 +96,12 @@ struct TrainingGroup {
   CursorSlot slot;
 };
 
+// The encoded size of an ActorMessage carrying `group` alone, as far as a
+// comparison with `limit` needs it: a cheap upper bound when that bound is
+// within `limit`, else the exact size. So `result > limit` is exact, and
+// the common case does not walk every varint (ByteSizeLong does).
+size_t MessageBytesForLimit(const rlvr::v1::RolloutGroup& group, int64_t limit);
+
 class Ingest {
  public:
   // `prompts` is the task's training split (non-empty); `metrics` must outlive
@@ -127,8 +133,8 @@ class Ingest {
                        size_t message_bytes);
   // Validates and buffers every group of a RolloutBatch under one lock, each
   // exactly as Submit would (a bad group is rejected alone); appends one Ack
-  // per group, in order, to `acks`. Each group's encoded size stands for its
-  // message size (OVERSIZE).
+  // per group, in order, to `acks`. Each group is held to max_message_bytes
+  // as if it had come alone (OVERSIZE; MessageBytesForLimit).
   void SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
                    google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
   // Leases given back by the actor.
