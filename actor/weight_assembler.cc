@@ -1,5 +1,6 @@
 #include "actor/weight_assembler.h"
 
+#include <sys/mman.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -75,6 +76,18 @@ class WireCursor {
   size_t i_ = 0;
   size_t pos_ = 0;
 };
+
+// Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge
+// pages (where transparent huge pages are in "madvise" mode): a 100 MB blob
+// then costs ~50 page faults instead of ~25,000. Advice only; failures are
+// harmless.
+void AdviseHugePages(char* p, size_t n) {
+  constexpr uintptr_t kHuge = 2 << 20;
+  if (n < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 }  // namespace
 
@@ -175,6 +188,7 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
     running_crc32_ = 0;
     blob_.clear();
     blob_.reserve(total_bytes_);
+    AdviseHugePages(blob_.data(), blob_.capacity());
   } else if (chunk.version != version_ || chunk.total_bytes != total_bytes_ ||
              chunk.blob_crc32 != blob_crc32_) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
