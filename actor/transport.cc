@@ -37,6 +37,7 @@ uint64_t FieldBytesBound(const rlvr::v1::RolloutGroup& group) {
 std::vector<rlvr::v1::ActorMessage> PackGroups(std::vector<rlvr::v1::RolloutGroup> groups,
                                                bool batch_messages, uint64_t max_message_bytes) {
   std::vector<rlvr::v1::ActorMessage> out;
+  if (groups.empty()) return out;
   if (!batch_messages) {
     out.reserve(groups.size());
     for (rlvr::v1::RolloutGroup& g : groups) {

@@ -206,6 +206,7 @@ TEST(TransportTest, PackGroupsRespectsTheLearnersLimitsAndOrder) {
     for (const auto& g : m.group_batch().groups()) EXPECT_EQ(g.lease_id(), next++);
   }
   EXPECT_EQ(next, 110u);
+  EXPECT_TRUE(PackGroups({}, true, 1 << 20).empty());  // Nothing to send, no message.
   // A group above the limit on its own still goes out, alone.
   auto tiny = PackGroups(groups, true, 10);
   EXPECT_EQ(tiny.size(), 10u);
