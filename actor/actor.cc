@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "actor/outbox.h"
 #include "actor/rollout.h"
+#include "actor/transport.h"
 #include "actor/weight_assembler.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
@@ -206,7 +207,9 @@ class ActorImpl final : public Actor {
   std::string incarnation_;
 
   std::unique_ptr<rlvr::v1::SessionService::Stub> session_stub_;
-  std::unique_ptr<rlvr::v1::WeightService::Stub> weight_stub_;
+  // Weights travel on their own channel (connection) with large HTTP/2
+  // windows, so a 4 MiB chunk never queues session messages behind it.
+  std::shared_ptr<grpc::Channel> weight_channel_;
   std::unique_ptr<grpc::Server> health_server_;
   int health_port_ = 0;
 
@@ -234,6 +237,10 @@ class ActorImpl final : public Actor {
   uint64_t session_epoch_ = 0;
   bool session_up_ = false;
   std::shared_ptr<Outbox> outbox_;
+  // The session's Welcome: the learner takes RolloutBatch messages, and the
+  // largest ActorMessage it accepts.
+  bool session_batches_ = false;
+  uint64_t session_max_message_bytes_ = 0;
   std::shared_ptr<grpc::ClientContext> session_ctx_;
   std::shared_ptr<grpc::ClientContext> weight_ctx_;
   uint64_t latest_known_version_ = 0;
@@ -280,7 +287,10 @@ absl::Status ActorImpl::Start() {
   auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(options_.learner_address, creds, args);
   session_stub_ = rlvr::v1::SessionService::NewStub(channel);
-  weight_stub_ = rlvr::v1::WeightService::NewStub(channel);
+  grpc::ChannelArguments weight_args = args;
+  SetWeightChannelArgs(&weight_args);
+  weight_args.SetString("rlvr.channel", "weights");  // Not shared with the session's.
+  weight_channel_ = grpc::CreateCustomChannel(options_.learner_address, creds, weight_args);
 
   torch::set_num_threads(std::max(1, options_.actor.threads));
   gen_thread_ = std::thread([this] { GenerationLoop(); });
@@ -341,6 +351,7 @@ bool ActorImpl::RunOneSession() {
   hello->set_actor_id(options_.actor_id);
   hello->set_incarnation(incarnation_);
   hello->set_capacity(capacity_);
+  hello->set_batch_messages(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     hello->set_have_version(std::max(policy_version_.load(), staged_version_));
@@ -387,6 +398,8 @@ bool ActorImpl::RunOneSession() {
     epoch = ++session_epoch_;
     session_up_ = true;
     outbox_ = outbox;
+    session_batches_ = welcome.batch_messages();
+    session_max_message_bytes_ = welcome.max_message_bytes();
     latest_known_version_ = std::max(latest_known_version_, welcome.latest_version());
     ++stats_.sessions;
     // A shutdown that began while we were connecting closes this session at once.
@@ -423,6 +436,14 @@ bool ActorImpl::RunOneSession() {
         break;
       case rlvr::v1::LearnerMessage::kAck:
         HandleAck(msg.ack());
+        break;
+      case rlvr::v1::LearnerMessage::kLeaseBatch:
+        for (rlvr::v1::WorkLease& lease : *msg.mutable_lease_batch()->mutable_leases()) {
+          HandleLease(epoch, std::move(lease));
+        }
+        break;
+      case rlvr::v1::LearnerMessage::kAckBatch:
+        for (const rlvr::v1::Ack& ack : msg.ack_batch().acks()) HandleAck(ack);
         break;
       case rlvr::v1::LearnerMessage::kWeightsAvailable: {
         std::lock_guard<std::mutex> lock(mu_);
@@ -551,25 +572,29 @@ void ActorImpl::WeightLoop() {
     }
     request.set_watcher_id(options_.actor_id);
     AttachToken(ctx.get(), options_.auth_token);
-    auto reader = weight_stub_->WatchWeights(ctx.get(), request);
+    // Chunks stay raw bytes: the assembler copies their data straight from
+    // gRPC's slices into the blob (no WeightChunk parse copy).
+    auto reader = OpenWeightWatch(weight_channel_.get(), ctx.get(), request);
     WeightAssembler assembler;
-    rlvr::v1::WeightChunk chunk;
+    grpc::ByteBuffer wire;
+    WeightChunkHeader chunk;
     Clock::time_point first_chunk;
     bool failed = false;
     bool installed = false;
-    while (reader->Read(&chunk)) {
+    while (reader->Read(&wire)) {
       if (!assembler.in_progress()) first_chunk = Clock::now();
-      absl::Status status = assembler.Add(chunk);
+      absl::Status status = assembler.AddWire(wire, &chunk);
+      wire.Clear();
       if (status.ok() && assembler.complete()) {
         absl::StatusOr<std::string> blob = assembler.TakeBlob();
-        status = blob.ok() ? InstallBlob(*blob, chunk.version()) : blob.status();
+        status = blob.ok() ? InstallBlob(*blob, chunk.version) : blob.status();
         if (status.ok()) {
           metrics_.weight_sync_seconds.Observe(SecondsSince(first_chunk));
           installed = true;
         }
       }
       if (!status.ok()) {
-        LOG(WARNING) << "discarding weight transfer of version " << chunk.version() << ": "
+        LOG(WARNING) << "discarding weight transfer of version " << chunk.version << ": "
                      << status;
         failed = true;
         break;
@@ -761,12 +786,15 @@ void ActorImpl::GenerationLoop() {
         stats_.tokens_generated += result->tokens;
         stats_.generate_seconds += result->generate_seconds;
         if (deliver) {
-          for (auto& group : result->groups) {
-            rlvr::v1::ActorMessage msg;
-            *msg.mutable_group() = std::move(group);
+          // The batch's groups finish together: as few messages as the
+          // learner's Welcome allows (one RolloutBatch, answered by one AckBatch).
+          for (rlvr::v1::ActorMessage& msg :
+               PackGroups(std::move(result->groups), session_batches_,
+                          session_max_message_bytes_)) {
+            const int n = msg.has_group_batch() ? msg.group_batch().groups_size() : 1;
             if (outbox_->Push(std::move(msg))) {
-              ++stats_.groups_sent;
-              metrics_.groups_sent.Increment();
+              stats_.groups_sent += n;
+              metrics_.groups_sent.Increment(n);
             }
           }
         } else if (!abandon_batch_) {

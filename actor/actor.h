@@ -4,15 +4,18 @@
 // One Actor keeps
 //  - one long-lived SessionService.Session stream to the learner (a reader
 //    thread plus, per session, a writer thread fed by a bounded queue), sending
-//    Hello{actor_id, incarnation, capacity, have_version} and then RolloutGroups
-//    and ReturnLeases, receiving Welcome, WorkLeases, Acks and WeightsAvailable;
-//  - one WeightService.WatchWeights stream (its own thread) that receives every
-//    newer policy version, checks chunk and blob CRC-32s, offsets and size,
-//    loads the blob into a fresh model and stages it;
+//    Hello{actor_id, incarnation, capacity, have_version, batch_messages} and
+//    then the groups of each generation batch (one RolloutBatch when the
+//    learner's Welcome allows, else one RolloutGroup per message) and
+//    ReturnLeases, receiving Welcome, WorkLeases or LeaseBatches, Acks or
+//    AckBatches, and WeightsAvailable;
+//  - one WeightService.WatchWeights stream (its own thread and channel) that
+//    receives every newer policy version as raw chunks, checks chunk and blob
+//    CRC-32s, offsets and size, loads the blob into a fresh model and stages it;
 //  - one generation thread that swaps in staged weights only between batches,
 //    gathers up to `capacity` leases, runs one policy::Generate call for the
-//    whole batch, verifies, and queues one RolloutGroup per lease (never waiting
-//    on the network).
+//    whole batch, verifies, and queues the batch's groups (never waiting on
+//    the network).
 //
 // Guarantees: never more than `capacity` leases held (excess or invalid leases
 // are returned at once with ReturnLeases; a lease that needs newer weights

@@ -228,6 +228,12 @@ TEST_F(ActorTest, ReceivesWeightsLeasesAndReturnsCompleteGroups) {
   EXPECT_LE(fs.max_outstanding, 4);
   ASSERT_EQ(fs.incarnations.size(), 1u);
   EXPECT_FALSE(fs.incarnations[0].empty());
+  // Both ends speak batch_messages: groups go out in RolloutBatches, leases
+  // come in LeaseBatches.
+  EXPECT_EQ(fs.single_groups, 0);
+  EXPECT_GE(fs.group_batches, 1);
+  EXPECT_LT(fs.group_batches, kPrompts);
+  EXPECT_GE(fs.lease_batches, 1);
 
   const ActorStats s = actor_->stats();
   EXPECT_EQ(s.policy_version, 1u);
@@ -247,6 +253,26 @@ TEST_F(ActorTest, ReceivesWeightsLeasesAndReturnsCompleteGroups) {
 
   EXPECT_TRUE(actor_->Shutdown());
   EXPECT_TRUE(WaitUntil([&] { return learner_->stats().sessions_closed_cleanly == 1; }));
+}
+
+// An older learner (no Welcome.batch_messages, single leases and acks): the
+// actor sends one RolloutGroup per message and never a RolloutBatch.
+TEST_F(ActorTest, SpeaksOneGroupPerMessageToAnOlderLearner) {
+  constexpr int kPrompts = 8, kG = 2;
+  FakeLearnerOptions o = LearnerOptions(kPrompts, kG);
+  o.batch_messages = false;
+  StartLearner(o);
+  policy::Transformer model = MakeModel(5);
+  StartActor(MakeActorOptions(/*capacity=*/4));
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+  ASSERT_TRUE(learner_->WaitForGroups(kPrompts, kWaitS));
+  EXPECT_TRUE(WaitUntil([&] { return actor_->stats().groups_accepted == kPrompts; }));
+  const auto fs = learner_->stats();
+  EXPECT_EQ(fs.single_groups, kPrompts);
+  EXPECT_EQ(fs.group_batches, 0);
+  EXPECT_EQ(fs.unexpected_batches, 0);
+  EXPECT_EQ(fs.lease_batches, 0);
+  EXPECT_TRUE(actor_->Shutdown());
 }
 
 TEST_F(ActorTest, ReconnectsAfterTheStreamIsDroppedMidBatchAndContinues) {

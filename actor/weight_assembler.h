@@ -8,18 +8,46 @@
 // whole-blob CRC-32 matches. Any failure makes the assembler unusable
 // (Reset() to start over); the caller discards the transfer and retries.
 //
+// Two ways in: Add() takes a parsed WeightChunk; AddWire() takes the chunk's
+// wire bytes as gRPC received them (a ByteBuffer of slices) and copies the
+// data straight from the slices into the blob, checksumming each piece while
+// it is in cache: one copy and one CRC pass per byte (the whole-blob CRC is
+// combined from the chunk CRCs), where parsing a WeightChunk first costs an
+// extra copy. The actor uses AddWire.
+//
 // Thread-compatible: one watcher thread owns an assembler.
 #ifndef RLVR_ACTOR_WEIGHT_ASSEMBLER_H_
 #define RLVR_ACTOR_WEIGHT_ASSEMBLER_H_
 
+#include <grpcpp/support/byte_buffer.h>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rlvr/v1/weights.pb.h"
 
 namespace rlvr::actor {
+
+// The WeightChunk fields other than data, as read from the wire.
+struct WeightChunkHeader {
+  uint64_t version = 0;
+  uint64_t offset = 0;
+  uint64_t total_bytes = 0;
+  uint32_t chunk_crc32 = 0;
+  uint32_t blob_crc32 = 0;
+  bool last = false;
+};
+
+// Parses a serialized WeightChunk held in `slices` without copying its data:
+// fills `header` and appends views of the data bytes (pointing into the
+// slices, valid while they live) to `data`. Fields may come in any order;
+// unknown fields are skipped. INVALID_ARGUMENT for malformed wire bytes.
+absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices,
+                                  WeightChunkHeader* header, std::vector<std::string_view>* data);
 
 class WeightAssembler {
  public:
@@ -32,6 +60,13 @@ class WeightAssembler {
   // INVALID_ARGUMENT for inconsistent headers. After an error every call
   // fails until Reset().
   absl::Status Add(const rlvr::v1::WeightChunk& chunk);
+  // The same for a chunk as received on the wire (see the file comment);
+  // also INVALID_ARGUMENT if the bytes are not a WeightChunk. `header`, if
+  // not null, receives the chunk's header fields (for logs).
+  absl::Status AddWire(const grpc::ByteBuffer& wire, WeightChunkHeader* header = nullptr);
+  // The same for a header and its data in pieces (concatenated in order).
+  absl::Status AddPieces(const WeightChunkHeader& header,
+                         const std::vector<std::string_view>& data);
 
   // True once the chunk marked `last` was added successfully.
   bool complete() const { return complete_; }

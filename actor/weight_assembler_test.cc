@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actor/transport.h"
 #include "common/checksum.h"
 
 namespace rlvr::actor {
@@ -116,6 +117,99 @@ TEST(WeightAssemblerTest, ResetStartsOver) {
   a.Reset();
   for (const auto& c : chunks) ASSERT_TRUE(a.Add(c).ok());
   EXPECT_EQ(*a.TakeBlob(), blob);
+}
+
+// The chunk's wire bytes as gRPC might hand them over: cut into slices at
+// `cut` byte intervals (slice boundaries inside the header and the data).
+grpc::ByteBuffer Wire(const rlvr::v1::WeightChunk& chunk, size_t cut) {
+  const std::string bytes = chunk.SerializeAsString();
+  std::vector<grpc::Slice> slices;
+  for (size_t off = 0; off < bytes.size(); off += cut) {
+    slices.emplace_back(bytes.substr(off, cut));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(WeightAssemblerTest, AddWireAssemblesChunksSplitAcrossSlices) {
+  const std::string blob = TestBlob();
+  for (size_t cut : {1, 3, 7, 64, 100000}) {
+    WeightAssembler a;
+    for (const auto& c : Chunks(blob, 9, 300)) {
+      WeightChunkHeader h;
+      ASSERT_TRUE(a.AddWire(Wire(c, cut), &h).ok()) << "cut " << cut;
+      EXPECT_EQ(h.version, 9u);
+      EXPECT_EQ(h.offset, c.offset());
+      EXPECT_EQ(h.last, c.last());
+    }
+    ASSERT_TRUE(a.complete()) << "cut " << cut;
+    EXPECT_EQ(*a.TakeBlob(), blob);
+  }
+}
+
+TEST(WeightAssemblerTest, AddWireChecksCrcsAndRejectsMalformedBytes) {
+  const std::string blob = TestBlob();
+  {
+    auto chunks = Chunks(blob, 1, 128);
+    chunks[2].mutable_data()->at(7) ^= 4;  // Chunk CRC no longer matches.
+    WeightAssembler a;
+    ASSERT_TRUE(a.AddWire(Wire(chunks[0], 5)).ok());
+    ASSERT_TRUE(a.AddWire(Wire(chunks[1], 5)).ok());
+    EXPECT_EQ(a.AddWire(Wire(chunks[2], 5)).code(), absl::StatusCode::kDataLoss);
+  }
+  {
+    auto chunks = Chunks(blob, 1, 128);
+    chunks[4].mutable_data()->at(0) ^= 1;
+    chunks[4].set_chunk_crc32(Crc32(std::string_view(chunks[4].data())));
+    WeightAssembler a;
+    absl::Status last;
+    for (const auto& c : chunks) {
+      last = a.AddWire(Wire(c, 50));
+      if (!last.ok()) break;
+    }
+    EXPECT_EQ(last.code(), absl::StatusCode::kDataLoss);  // Only the blob CRC catches it.
+  }
+  {
+    // Truncated in the middle of the data field.
+    const std::string bytes = Chunks(blob, 1, 128)[0].SerializeAsString();
+    grpc::Slice cut(bytes.substr(0, bytes.size() - 40));
+    WeightAssembler a;
+    EXPECT_EQ(a.AddWire(grpc::ByteBuffer(&cut, 1)).code(), absl::StatusCode::kInvalidArgument);
+  }
+  {
+    grpc::Slice junk(std::string("\x0f\x01\x02"));  // Wire type 7 does not exist.
+    WeightAssembler a;
+    EXPECT_EQ(a.AddWire(grpc::ByteBuffer(&junk, 1)).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(TransportTest, PackGroupsRespectsTheLearnersLimitsAndOrder) {
+  std::vector<rlvr::v1::RolloutGroup> groups(10);
+  for (int i = 0; i < 10; ++i) {
+    groups[i].set_lease_id(100 + i);
+    groups[i].set_prompt_id(std::string(90, 'p'));
+  }
+  // An older learner: one group per message.
+  auto single = PackGroups(groups, /*batch_messages=*/false, 1 << 20);
+  ASSERT_EQ(single.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(single[i].group().lease_id(), 100u + i);
+  // No limit worth mentioning: one batch.
+  auto one = PackGroups(groups, true, 1 << 20);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].group_batch().groups_size(), 10);
+  // A limit of ~3 groups per message: every message within it, order kept.
+  const uint64_t limit = 3 * (groups[0].ByteSizeLong() + 2) + 6;
+  auto split = PackGroups(groups, true, limit);
+  EXPECT_EQ(split.size(), 4u);
+  uint64_t next = 100;
+  for (const auto& m : split) {
+    EXPECT_LE(m.ByteSizeLong(), limit);
+    for (const auto& g : m.group_batch().groups()) EXPECT_EQ(g.lease_id(), next++);
+  }
+  EXPECT_EQ(next, 110u);
+  EXPECT_TRUE(PackGroups({}, true, 1 << 20).empty());  // Nothing to send, no message.
+  // A group above the limit on its own still goes out, alone.
+  auto tiny = PackGroups(groups, true, 10);
+  EXPECT_EQ(tiny.size(), 10u);
 }
 
 }  // namespace

@@ -1,20 +1,29 @@
 // Learner transport benchmarks on loopback, each against a raw TCP baseline
 // measured in the same run:
 //  1. rollout ingest: actors' RolloutGroups (G=8 x 256-token completions)
-//     through SessionService (validation, buffering, Acks, new leases) vs the
-//     same bytes pushed through one raw TCP connection;
+//     through SessionService (validation, buffering, Acks, new leases), one
+//     group per message and in RolloutBatches of B groups, vs the same bytes
+//     pushed through one raw TCP connection per stream;
 //  2. weight fan-out: one 100 MB version to 1, 4 and 8 WatchWeights streams
 //     vs one raw TCP copy of 100 MB per watcher, all at once.
 // Prints a table and the ratios (target >= 0.5 each). Plain main: the runs
 // are long enough that a benchmark framework adds nothing.
 //
-// usage: learner_bench [--groups N] [--blob_mb M]
+// Both sides run the code the actor runs (actor/transport.h, Outbox,
+// WeightAssembler::AddWire), minus generation and model loading.
+//
+// Each figure and its baseline is the fastest of --reps runs (the machine
+// this runs on is shared; slower runs measure the neighbours).
+//
+// usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R]
+//                      [--only ingest|fanout]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +35,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "actor/outbox.h"
+#include "actor/transport.h"
+#include "actor/weight_assembler.h"
 #include "common/grpc_util.h"
 #include "learner/ingest.h"
 #include "learner/session_service.h"
@@ -146,7 +158,12 @@ struct IngestFigures {
   size_t bytes = 0;
 };
 
-IngestFigures RunIngest(size_t total_groups, int actors) {
+// One actor stream as the actor drives it (actor/actor.cc): a reader thread
+// takes leases (LeaseBatch or WorkLease) and acks; the "generation" thread
+// takes up to `batch` leases, makes their groups and hands them to the
+// Outbox packed by actor::PackGroups; a writer thread drains the Outbox.
+// batch == 1 plays an older actor: no batch_messages, one group per message.
+IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
   LearnerMetrics metrics(std::make_shared<prometheus::Registry>());
   IngestOptions o;
   o.group_size = kGroupSize;
@@ -181,7 +198,11 @@ IngestFigures RunIngest(size_t total_groups, int actors) {
     }
   });
 
-  const rlvr::v1::ActorMessage tmpl = TemplateGroup();
+  // The actors' finished groups, made before the clock starts: generation is
+  // not what is measured here.
+  const size_t group_message_bytes = TemplateGroup().ByteSizeLong();
+  std::vector<rlvr::v1::RolloutGroup> finished(total_groups, TemplateGroup().group());
+  const bool batches = batch > 1;
   std::atomic<size_t> sent{0}, bytes{0}, acked{0};
   auto t0 = Clock::now();
   std::vector<std::thread> clients;
@@ -198,46 +219,78 @@ IngestFigures RunIngest(size_t total_groups, int actors) {
       rlvr::v1::ActorMessage hello;
       hello.mutable_hello()->set_actor_id("bench");
       hello.mutable_hello()->set_capacity(64);
+      hello.mutable_hello()->set_batch_messages(batches);
       stream->Write(hello);
+      rlvr::v1::LearnerMessage welcome;
+      if (!stream->Read(&welcome) || !welcome.has_welcome()) std::exit(1);
       absl::Mutex mu;
       std::deque<rlvr::v1::WorkLease> leases;
       bool done = false;
+      auto count_ack = [&](const rlvr::v1::Ack& ack) {
+        if (!ack.accepted()) std::fprintf(stderr, "rejected: %s\n", ack.detail().c_str());
+        if (++acked >= total_groups) {
+          absl::MutexLock l(&mu);
+          done = true;
+        }
+      };
       std::thread reader([&] {
         rlvr::v1::LearnerMessage m;
         while (stream->Read(&m)) {
           if (m.has_lease()) {
             absl::MutexLock l(&mu);
-            leases.push_back(m.lease());
-          } else if (m.has_ack()) {
-            if (!m.ack().accepted()) std::fprintf(stderr, "rejected: %s\n", m.ack().detail().c_str());
-            if (++acked >= total_groups) {
-              absl::MutexLock l(&mu);
-              done = true;
+            leases.push_back(std::move(*m.mutable_lease()));
+          } else if (m.has_lease_batch()) {
+            absl::MutexLock l(&mu);
+            for (auto& lease : *m.mutable_lease_batch()->mutable_leases()) {
+              leases.push_back(std::move(lease));
             }
+          } else if (m.has_ack()) {
+            count_ack(m.ack());
+          } else if (m.has_ack_batch()) {
+            for (const auto& ack : m.ack_batch().acks()) count_ack(ack);
           }
         }
         absl::MutexLock l(&mu);
         done = true;
       });
-      rlvr::v1::ActorMessage msg = tmpl;
+      actor::Outbox outbox(1024);
+      std::thread writer([&] {
+        rlvr::v1::ActorMessage out;
+        while (outbox.Pop(&out)) {
+          if (!stream->Write(out)) break;
+        }
+      });
       while (true) {
-        rlvr::v1::WorkLease lease;
+        std::vector<rlvr::v1::WorkLease> taken;
         {
           absl::MutexLock l(&mu);
           auto ready = [&] { return done || !leases.empty(); };
           mu.Await(absl::Condition(&ready));
           if (done || sent.load() >= total_groups) break;
-          lease = std::move(leases.front());
-          leases.pop_front();
+          while (!leases.empty() && static_cast<int>(taken.size()) < batch) {
+            taken.push_back(std::move(leases.front()));
+            leases.pop_front();
+          }
         }
-        if (sent.fetch_add(1) >= total_groups) break;
-        msg.mutable_group()->set_lease_id(lease.lease_id());
-        msg.mutable_group()->set_prompt_id(lease.prompt_id());
-        bytes += msg.ByteSizeLong();
-        stream->Write(msg);
+        std::vector<rlvr::v1::RolloutGroup> groups;
+        for (const auto& lease : taken) {
+          const size_t index = sent.fetch_add(1);
+          if (index >= total_groups) break;
+          rlvr::v1::RolloutGroup& g = groups.emplace_back(std::move(finished[index]));
+          g.set_lease_id(lease.lease_id());
+          g.set_prompt_id(lease.prompt_id());
+          // The group alone in an ActorMessage: what the raw baseline sends.
+          bytes += group_message_bytes;
+        }
+        for (auto& msg : actor::PackGroups(std::move(groups), welcome.welcome().batch_messages(),
+                                           welcome.welcome().max_message_bytes())) {
+          outbox.Push(std::move(msg));
+        }
       }
       // Wait for every Ack, then close.
       while (acked.load() < total_groups) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      outbox.Close(/*graceful=*/false);
+      writer.join();
       ctx.TryCancel();
       reader.join();
     });
@@ -273,28 +326,29 @@ double RunFanout(size_t blob_bytes, int watchers) {
     threads.emplace_back([&, w] {
       grpc::ChannelArguments args;
       args.SetInt("rlvr.bench_watcher", w);
-      args.SetMaxReceiveMessageSize(8 << 20);
-      // A receive window of a few chunks keeps the stream from stalling on
-      // HTTP/2 flow control (what an actor's weight channel should set).
-      args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
-      args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);
+      actor::SetWeightChannelArgs(&args);  // What the actor's weight channel sets.
       auto channel = grpc::CreateCustomChannel(
           "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      auto stub = rlvr::v1::WeightService::NewStub(channel);
       grpc::ClientContext ctx;
       rlvr::v1::WatchWeightsRequest req;
-      auto reader = stub->WatchWeights(&ctx, req);
-      std::string received;
-      received.reserve(blob_bytes);
-      rlvr::v1::WeightChunk c;
+      // The actor's read path: raw chunks into a WeightAssembler (CRC checks
+      // on every chunk and the blob, one copy into the blob).
+      auto reader = actor::OpenWeightWatch(channel.get(), &ctx, req);
+      actor::WeightAssembler assembler;
+      grpc::ByteBuffer wire;
       ready++;
-      while (reader->Read(&c)) {
-        if (c.offset() != received.size()) ok = false;
-        received.append(c.data());
-        if (c.last()) break;
+      while (reader->Read(&wire)) {
+        if (!assembler.AddWire(wire).ok()) ok = false;
+        wire.Clear();
+        if (!ok || assembler.complete()) break;
       }
-      if (received.size() != blob_bytes) ok = false;
+      absl::StatusOr<std::string> received = assembler.TakeBlob();
+      if (!received.ok() || received->size() != blob_bytes) {
+        ok = false;
+      } else if (std::memcmp(received->data(), blob->data(), std::min<size_t>(blob_bytes, 1 << 20)) != 0) {
+        ok = false;
+      }
       ctx.TryCancel();
     });
   }
@@ -317,38 +371,62 @@ int main(int argc, char** argv) {
   using namespace rlvr::learner;
   size_t groups = 3000;
   size_t blob_mb = 100;
+  int batch = 16;  // actor.max_batch_prompts' default: groups finished together.
+  std::string only;  // "ingest" or "fanout": run one part.
+  int reps = 3;      // Each figure (and its baseline) is the fastest of this many runs.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--batch") == 0) batch = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
   }
   std::printf("learner_bench: loopback, %u hardware threads\n",
               std::thread::hardware_concurrency());
 
   // 1. Ingest.
-  const std::string group_bytes = TemplateGroup().SerializeAsString();
-  std::printf("\n[ingest] RolloutGroup G=%d x %d tokens = %zu bytes on the wire\n", kGroupSize,
-              kTokens, group_bytes.size());
-  RunIngest(200, 1);  // Warm-up.
-  for (int actors : {1, 4}) {
-    IngestFigures f = RunIngest(groups, actors);
-    double raw = RawTransfer(group_bytes, f.groups, actors);
-    const double mb = static_cast<double>(f.bytes) / 1e6;
-    std::printf(
-        "  %d actor stream(s): %zu groups in %.3f s = %.0f groups/s, %.1f MB/s | raw TCP same "
-        "bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
-        actors, f.groups, f.seconds, f.groups / f.seconds, mb / f.seconds, raw, mb / raw,
-        raw / f.seconds);
-    std::printf("    (process CPU during ingest: %.2f s over %.2f s wall)\n", f.cpu_seconds, f.seconds);
+  if (only != "fanout") {
+    const std::string group_bytes = TemplateGroup().SerializeAsString();
+    std::printf("\n[ingest] RolloutGroup G=%d x %d tokens = %zu bytes on the wire; best of %d\n",
+                kGroupSize, kTokens, group_bytes.size(), reps);
+    RunIngest(200, 1, batch);  // Warm-up.
+    for (int b : {1, batch}) {
+      std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
+                                    : "RolloutBatch of up to --batch groups (the actor's path):");
+      for (int actors : {1, 4}) {
+        // Fastest of `reps` runs on each side: on a shared machine the
+        // slower runs measure the neighbours.
+        IngestFigures f;
+        double raw = 1e9;
+        for (int r = 0; r < reps; ++r) {
+          IngestFigures run = RunIngest(groups, actors, b);
+          if (r == 0 || run.seconds < f.seconds) f = run;
+          raw = std::min(raw, RawTransfer(group_bytes, run.groups, actors));
+        }
+        const double mb = static_cast<double>(f.bytes) / 1e6;
+        std::printf(
+            "    %d actor stream(s), batch %d: %zu groups in %.3f s = %.0f groups/s, %.1f MB/s | "
+            "raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
+            actors, b, f.groups, f.seconds, f.groups / f.seconds, mb / f.seconds, raw, mb / raw,
+            raw / f.seconds);
+        std::printf("      (process CPU in that run: %.2f s over %.2f s wall = %.0f us/group)\n",
+                    f.cpu_seconds, f.seconds, 1e6 * f.cpu_seconds / f.groups);
+      }
+    }
   }
 
   // 2. Weight fan-out.
+  if (only == "ingest") return 0;
   const size_t blob_bytes = blob_mb << 20;
-  std::printf("\n[fan-out] one version of %zu MiB, 4 MiB chunks\n", blob_mb);
+  std::printf("\n[fan-out] one version of %zu MiB, 4 MiB chunks; best of %d\n", blob_mb, reps);
   RunFanout(8 << 20, 1);  // Warm-up.
   const std::string chunk(4 << 20, 'x');
   for (int w : {1, 4, 8}) {
-    double s = RunFanout(blob_bytes, w);
-    double raw = RawTransfer(chunk, blob_bytes / chunk.size(), w);
+    double s = 1e9, raw = 1e9;
+    for (int r = 0; r < reps; ++r) {
+      s = std::min(s, RunFanout(blob_bytes, w));
+      raw = std::min(raw, RawTransfer(chunk, blob_bytes / chunk.size(), w));
+    }
     const double total_mb = static_cast<double>(blob_bytes) * w / 1e6;
     std::printf(
         "  %d watcher(s): %.3f s = %.0f MB/s aggregate | raw TCP copy per watcher: %.3f s = %.0f "

@@ -32,7 +32,28 @@ int64_t GroupBytes(const Group& group) {
   }
   return bytes;
 }
+size_t VarintBytes(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
 }  // namespace
+
+size_t MessageBytesForLimit(const rlvr::v1::RolloutGroup& group, int64_t limit) {
+  // Known fields at their largest: a varint is at most 10 bytes (a negative
+  // int32 takes 10), a tag 1, a length 5, a float 4. Unknown fields (a newer
+  // actor) have no cheap bound: measure exactly.
+  bool exact = !group.GetReflection()->GetUnknownFields(group).empty();
+  size_t bound = 64 + group.prompt_id().size();
+  for (const rlvr::v1::Completion& c : group.completions()) {
+    exact = exact || !c.GetReflection()->GetUnknownFields(c).empty();
+    bound += 64 + 10 * static_cast<size_t>(c.token_ids_size()) +
+             4 * static_cast<size_t>(c.behaviour_logprobs_size()) + c.verifier_reason().size();
+  }
+  if (!exact && static_cast<int64_t>(bound) <= limit) return bound;
+  const size_t body = group.ByteSizeLong();
+  return 1 + VarintBytes(body) + body;
+}
 
 Ingest::Ingest(IngestOptions options, std::vector<LeasePrompt> prompts, LearnerMetrics* metrics)
     : options_(std::move(options)),
@@ -237,6 +258,33 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
+    ack = SubmitLocked(session, group, message_bytes, &wake);
+    UpdateGaugesLocked();
+  }
+  if (wake) Wake();
+  return ack;
+}
+
+void Ingest::SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
+                         google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
+  bool wake = false;
+  {
+    absl::MutexLock l(&mu_);
+    acks->Reserve(acks->size() + batch.groups_size());
+    for (const rlvr::v1::RolloutGroup& group : batch.groups()) {
+      const size_t bytes = MessageBytesForLimit(group, options_.max_message_bytes);
+      *acks->Add() = SubmitLocked(session, group, bytes, &wake);
+    }
+    UpdateGaugesLocked();
+  }
+  if (wake) Wake();
+}
+
+rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                                   size_t message_bytes, bool* wake_out) {
+  rlvr::v1::Ack ack;
+  bool& wake = *wake_out;
+  {
     const uint64_t id = group.lease_id();
     auto it = leases_.find(id);
     const bool live = it != leases_.end() && it->second.session == session;
@@ -348,9 +396,7 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
         cv_.SignalAll();
       }
     }
-    UpdateGaugesLocked();
   }
-  if (wake) Wake();
   return ack;
 }
 

@@ -96,6 +96,12 @@ struct TrainingGroup {
   CursorSlot slot;
 };
 
+// The encoded size of an ActorMessage carrying `group` alone, as far as a
+// comparison with `limit` needs it: a cheap upper bound when that bound is
+// within `limit`, else the exact size. So `result > limit` is exact, and
+// the common case does not walk every varint (ByteSizeLong does).
+size_t MessageBytesForLimit(const rlvr::v1::RolloutGroup& group, int64_t limit);
+
 class Ingest {
  public:
   // `prompts` is the task's training split (non-empty); `metrics` must outlive
@@ -125,6 +131,12 @@ class Ingest {
   // ActorMessage size on the wire.
   rlvr::v1::Ack Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
                        size_t message_bytes);
+  // Validates and buffers every group of a RolloutBatch under one lock, each
+  // exactly as Submit would (a bad group is rejected alone); appends one Ack
+  // per group, in order, to `acks`. Each group is held to max_message_bytes
+  // as if it had come alone (OVERSIZE; MessageBytesForLimit).
+  void SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
+                   google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
   // Leases given back by the actor.
   void Return(uint64_t session, const std::vector<uint64_t>& lease_ids);
   // Stops granting (shutdown drain); submissions are still accepted.
@@ -181,6 +193,10 @@ class Ingest {
   void RecordClosedLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   rlvr::v1::Ack RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
                              std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Submit's body, without gauges or wake-up; sets *wake when a lease went
+  // back to the queue (credits for other sessions).
+  rlvr::v1::Ack SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
+                             size_t message_bytes, bool* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes one token from the session's rate bucket; false if over the limit.
   bool TakeRateTokenLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,8 @@
 #include "learner/rollout_validation.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,6 +19,8 @@ ValidationResult Reject(rlvr::v1::RejectReason reason, std::string detail) {
 ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
                                       const GroupExpectations& expect) {
   using rlvr::v1::RejectReason;
+  // Ids are valid iff, read as unsigned, they are below the vocabulary size.
+  const unsigned vocab = static_cast<unsigned>(std::max(expect.vocab_size, 0));
   if (group.completions_size() != expect.group_size) {
     return Reject(rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE,
                   absl::StrCat(group.completions_size(), " completions, lease asks for ",
@@ -36,19 +40,34 @@ ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
                                  comp.behaviour_logprobs_size(), " log-probs, max_new_tokens ",
                                  expect.max_new_tokens));
     }
-    for (int t = 0; t < n; ++t) {
-      const int id = comp.token_ids(t);
-      if (id < 0 || id >= expect.vocab_size) {
-        return Reject(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB,
-                      absl::StrCat("token ", id, " at completion ", c, " position ", t,
-                                   " outside [0, ", expect.vocab_size, ")"));
+    // Branch-free scans first (the common, valid case); the offending
+    // position is searched for only when a scan failed.
+    const int* ids = comp.token_ids().data();
+    bool ids_ok = true;
+    for (int t = 0; t < n; ++t) ids_ok &= static_cast<unsigned>(ids[t]) < vocab;
+    if (!ids_ok) {
+      for (int t = 0; t < n; ++t) {
+        const int id = ids[t];
+        if (id < 0 || id >= expect.vocab_size) {
+          return Reject(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB,
+                        absl::StrCat("token ", id, " at completion ", c, " position ", t,
+                                     " outside [0, ", expect.vocab_size, ")"));
+        }
       }
     }
+    // Finite and <= 0: NaN fails both comparisons, +Inf the first, -Inf the second.
+    const float* lps = comp.behaviour_logprobs().data();
+    bool lps_ok = true;
     for (int t = 0; t < n; ++t) {
-      const float lp = comp.behaviour_logprobs(t);
-      if (!std::isfinite(lp) || lp > 0.0f) {
-        return Reject(rlvr::v1::REJECT_REASON_NON_FINITE,
-                      absl::StrCat("log-prob ", lp, " at completion ", c, " position ", t));
+      lps_ok &= (lps[t] <= 0.0f) & (lps[t] >= -std::numeric_limits<float>::max());
+    }
+    if (!lps_ok) {
+      for (int t = 0; t < n; ++t) {
+        const float lp = lps[t];
+        if (!std::isfinite(lp) || lp > 0.0f) {
+          return Reject(rlvr::v1::REJECT_REASON_NON_FINITE,
+                        absl::StrCat("log-prob ", lp, " at completion ", c, " position ", t));
+        }
       }
     }
     const float r = comp.reward();

@@ -21,7 +21,10 @@ using rlvr::v1::WorkLease;
 
 constexpr int64_t kMaxMessage = 4096;
 
-class SessionServiceTest : public ::testing::Test {
+// The parameter: true runs the session with batch_messages (groups sent in
+// RolloutBatch, leases and acks received in LeaseBatch / AckBatch), false with
+// one group, lease and ack per message (what an older actor does).
+class SessionServiceTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     IngestOptions o;
@@ -60,21 +63,43 @@ class SessionServiceTest : public ::testing::Test {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientReaderWriter<ActorMessage, LearnerMessage>> stream;
     std::deque<WorkLease> leases;
-    // Reads until an Ack arrives, collecting leases on the way.
-    rlvr::v1::Ack ReadAck() {
+    bool batch = false;  // Hello.batch_messages was set.
+    void Collect(const LearnerMessage& m) {
+      if (m.has_lease()) {
+        EXPECT_FALSE(batch) << "a batch session got a single WorkLease";
+        leases.push_back(m.lease());
+      }
+      if (m.has_lease_batch()) {
+        EXPECT_TRUE(batch) << "an older actor got a LeaseBatch";
+        for (const WorkLease& l : m.lease_batch().leases()) leases.push_back(l);
+      }
+    }
+    // Reads until an Ack (or AckBatch) arrives, collecting leases on the way.
+    std::vector<rlvr::v1::Ack> ReadAcks() {
       LearnerMessage m;
       while (stream->Read(&m)) {
-        if (m.has_lease()) leases.push_back(m.lease());
-        if (m.has_ack()) return m.ack();
+        Collect(m);
+        if (m.has_ack()) return {m.ack()};
+        if (m.has_ack_batch()) return {m.ack_batch().acks().begin(), m.ack_batch().acks().end()};
       }
       ADD_FAILURE() << "stream ended before an Ack";
       return {};
     }
+    rlvr::v1::Ack ReadAck() {
+      std::vector<rlvr::v1::Ack> acks = ReadAcks();
+      EXPECT_EQ(acks.size(), 1u);
+      return acks.empty() ? rlvr::v1::Ack() : acks[0];
+    }
+    // Sends `m` (one group) alone, or wrapped in a one-group RolloutBatch.
+    bool Send(const ActorMessage& m) {
+      if (!batch || !m.has_group()) return stream->Write(m);
+      ActorMessage b;
+      *b.mutable_group_batch()->add_groups() = m.group();
+      return stream->Write(b);
+    }
     WorkLease NextLease() {
       LearnerMessage m;
-      while (leases.empty() && stream->Read(&m)) {
-        if (m.has_lease()) leases.push_back(m.lease());
-      }
+      while (leases.empty() && stream->Read(&m)) Collect(m);
       if (leases.empty()) {
         ADD_FAILURE() << "stream ended before a lease";
         return {};
@@ -87,6 +112,7 @@ class SessionServiceTest : public ::testing::Test {
 
   Client Connect(int capacity, LearnerMessage* welcome = nullptr) {
     Client c;
+    c.batch = GetParam();
     c.ctx = std::make_unique<grpc::ClientContext>();
     c.ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     c.stream = stub_->Session(c.ctx.get());
@@ -94,6 +120,7 @@ class SessionServiceTest : public ::testing::Test {
     hello.mutable_hello()->set_actor_id("test");
     hello.mutable_hello()->set_incarnation("abc");
     hello.mutable_hello()->set_capacity(capacity);
+    hello.mutable_hello()->set_batch_messages(c.batch);
     EXPECT_TRUE(c.stream->Write(hello));
     LearnerMessage m;
     if (c.stream->Read(&m)) {
@@ -123,7 +150,7 @@ class SessionServiceTest : public ::testing::Test {
 
   void ExpectRejected(Client& c, const ActorMessage& m, RejectReason reason) {
     const double before = metrics_.Rejected(reason).Value();
-    ASSERT_TRUE(c.stream->Write(m));
+    ASSERT_TRUE(c.Send(m));
     rlvr::v1::Ack ack = c.ReadAck();
     EXPECT_FALSE(ack.accepted());
     EXPECT_EQ(ack.reason(), reason) << rlvr::v1::RejectReason_Name(ack.reason()) << " "
@@ -134,7 +161,7 @@ class SessionServiceTest : public ::testing::Test {
   }
 
   void ExpectAccepted(Client& c, const ActorMessage& m) {
-    ASSERT_TRUE(c.stream->Write(m));
+    ASSERT_TRUE(c.Send(m));
     rlvr::v1::Ack ack = c.ReadAck();
     EXPECT_TRUE(ack.accepted()) << ack.detail();
   }
@@ -147,26 +174,26 @@ class SessionServiceTest : public ::testing::Test {
   std::unique_ptr<rlvr::v1::SessionService::Stub> stub_;
 };
 
-TEST_F(SessionServiceTest, WelcomeWeightsAndLeases) {
+TEST_P(SessionServiceTest, WelcomeWeightsAndLeases) {
   LearnerMessage welcome;
   Client c = Connect(2, &welcome);
   EXPECT_EQ(welcome.welcome().latest_version(), 1u);
   EXPECT_EQ(welcome.welcome().max_policy_lag(), 1u);
   EXPECT_EQ(welcome.welcome().vocab_size(), 10u);
   EXPECT_EQ(welcome.welcome().max_message_bytes(), static_cast<uint64_t>(kMaxMessage));
+  EXPECT_TRUE(welcome.welcome().batch_messages());
   LearnerMessage m;
   bool weights = false;
-  int leases = 0;
-  while ((!weights || leases < 2) && c.stream->Read(&m)) {
+  while ((!weights || c.leases.size() < 2) && c.stream->Read(&m)) {
     weights = weights || (m.has_weights_available() && m.weights_available().version() == 1);
-    leases += m.has_lease() ? 1 : 0;
+    c.Collect(m);
   }
   EXPECT_TRUE(weights);
-  EXPECT_EQ(leases, 2);
+  EXPECT_EQ(c.leases.size(), 2u);
   c.ctx->TryCancel();
 }
 
-TEST_F(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingContinues) {
+TEST_P(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingContinues) {
   Client c = Connect(8);
   // Unknown lease.
   WorkLease l = c.NextLease();
@@ -243,7 +270,7 @@ TEST_F(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingConti
   c.ctx->TryCancel();
 }
 
-TEST_F(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
+TEST_P(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
   Client a = Connect(3);
   WorkLease first = a.NextLease();
   Client b = Connect(1);
@@ -277,6 +304,61 @@ TEST_F(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
   EXPECT_EQ(next.prompt_id(), first.prompt_id());
   b.ctx->TryCancel();
 }
+
+// A RolloutBatch with bad groups among good ones: every group gets its own Ack
+// in order, each bad one is rejected alone and counted by reason, the good
+// ones are buffered, and sending the batch again accepts nothing twice.
+TEST_P(SessionServiceTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
+  if (!GetParam()) GTEST_SKIP() << "batches only";
+  Client c = Connect(8);
+  std::vector<WorkLease> leases;
+  for (int i = 0; i < 6; ++i) leases.push_back(c.NextLease());
+  ActorMessage batch;
+  auto* groups = batch.mutable_group_batch()->mutable_groups();
+  for (const WorkLease& l : leases) *groups->Add() = Group(l, 1).group();
+  groups->Mutable(1)->mutable_completions(0)->set_token_ids(0, 10);
+  groups->Mutable(3)->mutable_completions(1)->set_reward(2.0f);
+  groups->Mutable(4)->set_lease_id(424242);
+  const double vocab = metrics_.Rejected(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB).Value();
+  const double range = metrics_.Rejected(rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE).Value();
+  const double unknown = metrics_.Rejected(rlvr::v1::REJECT_REASON_UNKNOWN_LEASE).Value();
+  ASSERT_TRUE(c.stream->Write(batch));
+  std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
+  ASSERT_EQ(acks.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(acks[i].lease_id(), groups->Get(i).lease_id());
+  EXPECT_TRUE(acks[0].accepted());
+  EXPECT_EQ(acks[1].reason(), rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB);
+  EXPECT_TRUE(acks[2].accepted());
+  EXPECT_EQ(acks[3].reason(), rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE);
+  EXPECT_EQ(acks[4].reason(), rlvr::v1::REJECT_REASON_UNKNOWN_LEASE);
+  EXPECT_TRUE(acks[5].accepted());
+  EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB).Value(), vocab + 1);
+  EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE).Value(), range + 1);
+  EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_UNKNOWN_LEASE).Value(), unknown + 1);
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 3u);
+
+  // The same batch again: the accepted groups are duplicates, nothing is buffered twice.
+  const double dup = metrics_.Rejected(rlvr::v1::REJECT_REASON_DUPLICATE).Value();
+  ASSERT_TRUE(c.stream->Write(batch));
+  acks = c.ReadAcks();
+  ASSERT_EQ(acks.size(), 6u);
+  for (const rlvr::v1::Ack& a : acks) EXPECT_FALSE(a.accepted());
+  EXPECT_EQ(acks[0].reason(), rlvr::v1::REJECT_REASON_DUPLICATE);
+  EXPECT_EQ(acks[5].reason(), rlvr::v1::REJECT_REASON_DUPLICATE);
+  EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_DUPLICATE).Value(), dup + 3);
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 3u);
+
+  // The rejected groups' prompts were re-queued and come back as new leases
+  // (in one LeaseBatch), together with fresh credit for the accepted ones.
+  WorkLease again = c.NextLease();
+  EXPECT_GT(again.lease_id(), leases.back().lease_id());
+  c.ctx->TryCancel();
+}
+
+INSTANTIATE_TEST_SUITE_P(SingleAndBatch, SessionServiceTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Batch" : "Single";
+                         });
 
 }  // namespace
 }  // namespace rlvr::learner

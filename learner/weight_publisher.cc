@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <glog/logging.h>
+#include <zlib.h>
 
 #include "common/checksum.h"
 
@@ -157,12 +158,16 @@ void WeightPublisher::Publish(uint64_t version, std::shared_ptr<const std::strin
   const std::string& b = *blob;
   const size_t n = b.empty() ? 1 : (b.size() + chunk_bytes_ - 1) / chunk_bytes_;
   v->chunk_crc32.reserve(n);
+  // One pass over the blob: the whole-blob CRC is combined from the chunks'.
+  uLong blob_crc = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t off = i * chunk_bytes_;
     const size_t len = std::min(chunk_bytes_, b.size() - std::min(off, b.size()));
-    v->chunk_crc32.push_back(Crc32(std::string_view(b.data() + off, len)));
+    const uint32_t crc = Crc32(std::string_view(b.data() + off, len));
+    v->chunk_crc32.push_back(crc);
+    blob_crc = crc32_combine(blob_crc, crc, static_cast<z_off_t>(len));
   }
-  v->blob_crc32 = Crc32(std::string_view(b.data(), b.size()));
+  v->blob_crc32 = static_cast<uint32_t>(blob_crc);
   v->blob = std::move(blob);
   if (metrics_ != nullptr) metrics_->weight_publish_bytes->Set(static_cast<double>(b.size()));
   {

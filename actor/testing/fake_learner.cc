@@ -34,6 +34,7 @@ struct SessionState {
   grpc::ServerContext* ctx = nullptr;
   grpc::ServerReaderWriter<LearnerMessage, ActorMessage>* stream = nullptr;
   int capacity = 1;
+  bool batches = false;  // Leases go out in LeaseBatch messages.
   std::mutex write_mu;  // Serialises writes; `closed` guarded by it.
   bool closed = false;
   // Guarded by Impl::mu_: lease id -> (lease, prompt index).
@@ -76,6 +77,7 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
     s->ctx = ctx;
     s->stream = stream;
     s->capacity = std::max(1, in.hello().capacity());
+    s->batches = options_.batch_messages && in.hello().batch_messages();
     LearnerMessage welcome;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -89,6 +91,7 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
       w->set_max_policy_lag(options_.max_policy_lag);
       w->set_vocab_size(options_.vocab_size);
       w->set_max_message_bytes(16 << 20);
+      w->set_batch_messages(options_.batch_messages);
     }
     cv_.notify_all();
     s->Write(welcome);
@@ -96,7 +99,29 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
 
     while (stream->Read(&in)) {
       if (in.has_group()) {
-        HandleGroup(*s, in.group());
+        LearnerMessage ack_msg;
+        *ack_msg.mutable_ack() = HandleGroup(*s, in.group());
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.single_groups;
+        }
+        s->Write(ack_msg);
+        TopUp(*s);
+      } else if (in.has_group_batch()) {
+        if (!options_.batch_messages) {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.unexpected_batches;  // An older learner would drop it.
+          continue;
+        }
+        LearnerMessage ack_msg;
+        for (const rlvr::v1::RolloutGroup& g : in.group_batch().groups()) {
+          *ack_msg.mutable_ack_batch()->add_acks() = HandleGroup(*s, g);
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.group_batches;
+        }
+        s->Write(ack_msg);
         TopUp(*s);
       } else if (in.has_return_leases()) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -179,9 +204,10 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
     }
   }
 
-  void HandleGroup(SessionState& s, const rlvr::v1::RolloutGroup& group) {
-    LearnerMessage ack_msg;
-    auto* ack = ack_msg.mutable_ack();
+  // Judges one group; the caller sends the Ack.
+  rlvr::v1::Ack HandleGroup(SessionState& s, const rlvr::v1::RolloutGroup& group) {
+    rlvr::v1::Ack result;
+    auto* ack = &result;
     ack->set_lease_id(group.lease_id());
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -208,7 +234,7 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
       }
     }
     cv_.notify_all();
-    s.Write(ack_msg);
+    return result;
   }
 
   // Grants leases up to the session's capacity (+ extra_grants).
@@ -244,6 +270,18 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
         ++stats_.leases_granted;
         grants.push_back(std::move(m));
       }
+    }
+    if (s.batches && !grants.empty()) {
+      LearnerMessage batch;
+      for (LearnerMessage& m : grants) {
+        *batch.mutable_lease_batch()->add_leases() = std::move(*m.mutable_lease());
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.lease_batches;
+      }
+      s.Write(batch);
+      return;
     }
     for (const auto& m : grants) s.Write(m);
   }

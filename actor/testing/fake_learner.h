@@ -61,6 +61,10 @@ struct FakeLearnerOptions {
   // min_policy_version of each lease = max(1, latest - max_policy_lag)
   // when true; 0 otherwise.
   bool enforce_min_version = true;
+  // Welcome.batch_messages: accept RolloutBatch messages, and send leases in
+  // LeaseBatch to actors whose Hello asks for it. false plays an older
+  // learner: it ignores RolloutBatch (counted in unexpected_batches).
+  bool batch_messages = true;
 };
 
 // How to spoil the next weight transfer(s).
@@ -79,6 +83,10 @@ struct FakeLearnerStats {
   int unknown_lease_groups = 0;    // Groups for leases not outstanding on their session.
   int wrong_size_groups = 0;       // Groups with completions != group_size.
   int stale_groups = 0;            // Groups older than their lease's min_policy_version.
+  int single_groups = 0;           // Groups that came one per message.
+  int group_batches = 0;           // RolloutBatch messages received (batch_messages on).
+  int unexpected_batches = 0;      // RolloutBatch messages sent to an older learner.
+  int lease_batches = 0;           // LeaseBatch messages sent.
   int leases_granted = 0;
   int leases_returned = 0;         // Via ReturnLeases.
   int leases_requeued = 0;         // Outstanding when a session ended.

@@ -4,7 +4,8 @@
 // The input drives a small session: the first byte picks how the rest is
 // used: (a) parsed as raw ActorMessage bytes, or (b) as a script of
 // mutations applied to a valid group for a real lease. Whatever happens,
-// Submit must answer with an Ack and never crash, and an accepted group must
+// Submit (and SubmitBatch, for RolloutBatch messages and for mutated groups
+// placed between valid ones) must answer every group with an Ack and never crash, and an accepted group must
 // satisfy every documented invariant (checked here independently of the
 // validator): known lease, right group size and prompt id, token ids in the
 // vocabulary, lengths consistent and within max_new_tokens, log-probs finite
@@ -121,10 +122,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const rlvr::v1::WorkLease& lease = leases[mode % leases.size()];
     rlvr::v1::RolloutGroup group;
     size_t wire = 0;
+    // Checks one Ack against the group it answers.
+    auto check = [&](const rlvr::v1::RolloutGroup& g, const rlvr::v1::Ack& ack) {
+      if (ack.lease_id() != g.lease_id()) std::abort();
+      if (ack.accepted()) {
+        const rlvr::v1::WorkLease* owner = nullptr;
+        for (const auto& l : leases) {
+          if (l.lease_id() == g.lease_id()) owner = &l;
+        }
+        if (owner == nullptr || !Invariants(g, *owner, published)) std::abort();
+      } else if (ack.reason() == rlvr::v1::REJECT_REASON_UNSPECIFIED) {
+        std::abort();  // A refusal always names its reason.
+      }
+    };
+    // A batch: one Ack per group, in order, each judged alone.
+    auto submit_batch = [&](const rlvr::v1::RolloutBatch& batch) {
+      google::protobuf::RepeatedPtrField<rlvr::v1::Ack> acks;
+      ingest.SubmitBatch(*session, batch, &acks);
+      if (acks.size() != batch.groups_size()) std::abort();
+      for (int i = 0; i < acks.size(); ++i) check(batch.groups(i), acks.Get(i));
+      for (auto& l : ingest.Grant(*session)) leases.push_back(l);
+    };
     if (mode & 0x80) {
       rlvr::v1::ActorMessage msg;
       std::string bytes = in.Rest();
-      if (!msg.ParseFromString(bytes) || !msg.has_group()) continue;
+      if (!msg.ParseFromString(bytes)) continue;
+      if (msg.has_group_batch()) {
+        submit_batch(msg.group_batch());
+        continue;
+      }
+      if (!msg.has_group()) continue;
       group = msg.group();
       wire = bytes.size();
     } else {
@@ -147,18 +174,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
       }
       wire = group.ByteSizeLong();
-    }
-    rlvr::v1::Ack ack = ingest.Submit(*session, group, wire);
-    if (ack.lease_id() != group.lease_id()) std::abort();
-    if (ack.accepted()) {
-      const rlvr::v1::WorkLease* owner = nullptr;
-      for (const auto& l : leases) {
-        if (l.lease_id() == group.lease_id()) owner = &l;
+      if (mode & 0x40) {
+        // The mutated group inside a batch, between valid groups for the
+        // next leases: those must not be affected by it.
+        rlvr::v1::RolloutBatch batch;
+        const rlvr::v1::WorkLease& next = leases[(mode + 1) % leases.size()];
+        *batch.add_groups() = ValidGroup(next, published);
+        *batch.add_groups() = std::move(group);
+        *batch.add_groups() = ValidGroup(leases[(mode + 2) % leases.size()], published);
+        submit_batch(batch);
+        continue;
       }
-      if (owner == nullptr || !Invariants(group, *owner, published)) std::abort();
-    } else if (ack.reason() == rlvr::v1::REJECT_REASON_UNSPECIFIED) {
-      std::abort();  // A refusal always names its reason.
     }
+    check(group, ingest.Submit(*session, group, wire));
     for (auto& l : ingest.Grant(*session)) leases.push_back(l);
   }
   ingest.CloseSession(*session);

@@ -43,6 +43,10 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
     hello_.mutable_hello()->set_actor_id(absl::StrFormat("load-%d", index));
     hello_.mutable_hello()->set_incarnation(absl::StrFormat("%016x", rng_()));
     hello_.mutable_hello()->set_capacity(options.capacity);
+    // Even sessions speak batch_messages (a LeaseBatch is answered with one
+    // RolloutBatch); odd ones one group per message, as older actors do.
+    batches_ = options.batch_messages && index % 2 == 0;
+    hello_.mutable_hello()->set_batch_messages(batches_);
     stub->async()->Session(&context_, this);
     StartRead(&incoming_);
     Send(hello_);
@@ -107,30 +111,46 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
       return;
     }
     if (m.has_lease()) {
-      Answer(m.lease());
+      ActorMessage msg;
+      *msg.mutable_group() = Answer(m.lease());
+      Send(std::move(msg));
       return;
     }
-    if (m.has_ack()) {
-      auto now = Clock::now();
-      std::lock_guard<std::mutex> lock(tally_->mu);
-      auto it = sent_.find(m.ack().lease_id());
-      if (it == sent_.end()) return;
-      double ms = std::chrono::duration<double, std::milli>(now - it->second.first).count();
-      bool valid = it->second.second;
-      sent_.erase(it);
-      tally_->ack_ms.push_back(ms);
-      LoadReport& r = tally_->report;
-      if (valid && m.ack().accepted()) ++r.valid_accepted;
-      if (valid && !m.ack().accepted()) {
-        ++r.valid_rejected;
-        ++r.valid_rejected_by_reason[rlvr::v1::RejectReason_Name(m.ack().reason())];
+    if (m.has_lease_batch()) {
+      ActorMessage msg;
+      for (const auto& lease : m.lease_batch().leases()) {
+        *msg.mutable_group_batch()->add_groups() = Answer(lease);
       }
-      if (!valid && m.ack().accepted()) ++r.invalid_accepted;
-      if (!valid && !m.ack().accepted()) ++r.invalid_rejected;
+      Send(std::move(msg));
+      return;
+    }
+    if (m.has_ack()) TallyAck(m.ack());
+    if (m.has_ack_batch()) {
+      for (const auto& ack : m.ack_batch().acks()) TallyAck(ack);
     }
   }
 
-  void Answer(const rlvr::v1::WorkLease& lease) {
+  void TallyAck(const rlvr::v1::Ack& ack) {
+    auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(tally_->mu);
+    auto it = sent_.find(ack.lease_id());
+    if (it == sent_.end()) return;
+    double ms = std::chrono::duration<double, std::milli>(now - it->second.first).count();
+    bool valid = it->second.second;
+    sent_.erase(it);
+    tally_->ack_ms.push_back(ms);
+    LoadReport& r = tally_->report;
+    if (valid && ack.accepted()) ++r.valid_accepted;
+    if (valid && !ack.accepted()) {
+      ++r.valid_rejected;
+      ++r.valid_rejected_by_reason[rlvr::v1::RejectReason_Name(ack.reason())];
+    }
+    if (!valid && ack.accepted()) ++r.invalid_accepted;
+    if (!valid && !ack.accepted()) ++r.invalid_rejected;
+  }
+
+  // A group for `lease` (valid, or broken in one random way), recorded as sent.
+  rlvr::v1::RolloutGroup Answer(const rlvr::v1::WorkLease& lease) {
     std::uniform_real_distribution<double> u(0, 1);
     Fault fault = Fault::kNone;
     if (u(rng_) < options_.invalid_fraction) {
@@ -138,8 +158,8 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
     }
     int vocab = options_.vocab_size > 0 ? options_.vocab_size : std::max(vocab_, 2);
     int tokens = std::min(options_.completion_tokens, std::max(1, lease.sampling().max_new_tokens()));
-    ActorMessage msg;
-    auto* g = msg.mutable_group();
+    rlvr::v1::RolloutGroup group;
+    auto* g = &group;
     g->set_lease_id(fault == Fault::kUnknownLease ? lease.lease_id() + (1ULL << 40) : lease.lease_id());
     g->set_prompt_id(lease.prompt_id());
     g->set_policy_version(std::max(version_, lease.min_policy_version()));
@@ -171,7 +191,7 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
       }
       sent_[g->lease_id()] = {Clock::now(), fault == Fault::kNone};
     }
-    Send(std::move(msg));
+    return group;
   }
 
   const LoadOptions& options_;
@@ -182,6 +202,7 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
   LearnerMessage incoming_;
   uint64_t version_ = 0;
   int vocab_ = 0;
+  bool batches_ = false;  // This session declared batch_messages.
   // Sent groups awaiting an ack: lease id -> (time, valid). Guarded by tally_->mu.
   std::unordered_map<uint64_t, std::pair<Clock::time_point, bool>> sent_;
 

@@ -1,6 +1,8 @@
 // Load generator: many concurrent actor sessions against one learner, each
 // answering every lease at once with a synthetic group (valid, or invalid in
-// one of several ways), measuring ack latency. Uses the gRPC callback API:
+// one of several ways), measuring ack latency. Half the sessions use the
+// batched messages (RolloutBatch / AckBatch / LeaseBatch), half the older
+// one-group-per-message protocol. Uses the gRPC callback API:
 // one reactor per session, no thread per stream.
 //
 // Thread safety: Run() is called from one thread; it owns its reactors.
@@ -23,6 +25,10 @@ struct LoadOptions {
   int capacity = 4;                    // Leases each session asks for.
   int completion_tokens = 8;           // Tokens per completion (<= learner's max_new_tokens).
   int vocab_size = 0;                  // 0: take it from the learner's Welcome.
+  // Even-numbered sessions declare Hello.batch_messages and answer each
+  // LeaseBatch with one RolloutBatch; odd ones (and all when false) send one
+  // group per message, as older actors do.
+  bool batch_messages = true;
   uint64_t seed = 1;
 };
 
