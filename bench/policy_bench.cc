@@ -2,7 +2,8 @@
 // throughput with and without the KV cache, and training forward+backward
 // throughput as a fraction of the measured matmul rate.
 //
-// usage: rlvr_policy_bench [--threads N] [--quick]
+// usage: rlvr_policy_bench [--threads N] [--quick] [--decode_only]
+// --decode_only skips the training section (for profiling the decode loop).
 #include <torch/torch.h>
 
 #include <chrono>
@@ -86,13 +87,16 @@ double DecodeTokensPerSecond(rlvr::policy::Transformer& model, int batch, int ne
 int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quick = false;
+  bool decode_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (std::strcmp(argv[i], "--decode_only") == 0) {
+      decode_only = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--quick] [--decode_only]\n", argv[0]);
       return 2;
     }
   }
@@ -132,7 +136,7 @@ int main(int argc, char** argv) {
   }
 
   // Training forward+backward: d_model 512, 4 layers, batch 32 x 128 tokens.
-  {
+  if (!decode_only) {
     const int64_t b = quick ? 8 : 32, l = 128;
     const int d = 512, layers = 4, heads = 8, ff = 1536;
     auto model = MakeModel(d, layers, heads, ff, l);

@@ -25,6 +25,21 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
+// x [N, K] times w [M, K] transposed: [N, M]; plus `residual` [N, M] when
+// defined. A single row goes through matrix-vector BLAS: OpenBLAS's GEMM
+// packs the whole weight matrix on every call, which for one row (batch-1
+// decoding) costs more than the product itself.
+torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& w,
+                      const torch::Tensor& residual = torch::Tensor()) {
+  if (x.size(0) == 1) {
+    torch::Tensor row = x.reshape({-1});
+    torch::Tensor y = residual.defined() ? torch::addmv(residual.reshape({-1}), w, row)
+                                         : torch::mv(w, row);
+    return y.view({1, -1});
+  }
+  return residual.defined() ? torch::addmm(residual, x, w.t()) : torch::mm(x, w.t());
+}
+
 }  // namespace
 
 TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size)
@@ -176,14 +191,14 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
   if (bias.defined()) mask = mask.defined() ? mask + bias : bias;
 
   // The residual stream is kept as [B*S, D] so that every projection is one
-  // 2-D GEMM and the residual additions fold into it (addmm).
+  // 2-D BLAS call with the residual addition folded into it.
   const double scale = 1.0 / std::sqrt(double(head_dim_));
   const int64_t d = config_.d_model;
   const int64_t h = config_.n_heads;
   torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}));  // [B*S, D]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    torch::Tensor qkv = torch::mm(RmsNorm(x, l.attn_norm), l.qkv.t());        // [B*S, 3D]
+    torch::Tensor qkv = Project(RmsNorm(x, l.attn_norm), l.qkv);             // [B*S, 3D]
     qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});        // [3,B,H,S,Dh]
     torch::Tensor qk = ApplyRope(qkv.narrow(0, 0, 2), cos, sin);             // [2,B,H,S,Dh]
     torch::Tensor q = qk[0];
@@ -199,14 +214,14 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
     if (mask.defined()) scores = scores + mask;
     torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);     // [B,H,S,Dh]
     attn = attn.transpose(1, 2).reshape({b * s, d});
-    x = torch::addmm(x, attn, l.out.t());
-    torch::Tensor gu = torch::mm(RmsNorm(x, l.mlp_norm), l.gate_up.t());  // [B*S, 2F]
+    x = Project(attn, l.out, x);
+    torch::Tensor gu = Project(RmsNorm(x, l.mlp_norm), l.gate_up);  // [B*S, 2F]
     torch::Tensor gate = gu.narrow(-1, 0, config_.d_ff);
     torch::Tensor up = gu.narrow(-1, config_.d_ff, config_.d_ff);
-    x = torch::addmm(x, torch::silu(gate) * up, l.down.t());
+    x = Project(torch::silu(gate) * up, l.down, x);
   }
   if (cache != nullptr) cache->length = total;
-  return torch::mm(RmsNorm(x, final_norm_), embed_.t()).view({b, s, vocab_size_});
+  return Project(RmsNorm(x, final_norm_), embed_).view({b, s, vocab_size_});
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,
