@@ -9,6 +9,11 @@ function(rlvr_target_options target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(RLVR_FUZZ AND RLVR_FUZZ_ENGINE STREQUAL "libfuzzer")
+    # libFuzzer's coverage in every library under test, not only the harness.
+    # (Under AFL++ the compiler wrapper instruments every translation unit.)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
 endfunction()
 
 # LibTorch as a usage requirement: include dirs as SYSTEM, its ABI flags.

@@ -2,14 +2,22 @@
 // Status, never crash, and when it refuses a blob the model's parameters must
 // be bit-identical to before (the "old weights intact" contract). A blob it
 // accepts must re-serialize to the same bytes.
+//
+// Each input is tried twice: as given, and with its trailing CRC-32 rewritten
+// to match the bytes before it. Almost every mutation breaks the checksum, so
+// without the second try the fuzzer would never get past it into the tensor
+// table parser and the shape/dtype/size checks.
 #include <torch/torch.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/checksum.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
 #include "common/run_config.h"
@@ -37,20 +45,60 @@ std::vector<torch::Tensor> Snapshot() {
   return out;
 }
 
-}  // namespace
+// Bit-for-bit comparison: an accepted blob may carry NaNs, which
+// torch::equal reports as different from themselves.
+bool SameBits(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  const torch::Tensor ca = a.contiguous();
+  const torch::Tensor cb = b.contiguous();
+  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+}
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string blob(reinterpret_cast<const char*>(data), size);
+void AbortUnlessUnchanged(const std::vector<torch::Tensor>& before) {
+  auto params = Model()->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!SameBits(params[i], before[i])) std::abort();  // Refused, yet changed.
+  }
+}
+
+// Puts the model back to its initial weights, so that every input runs from
+// the same state and a crash reproduces from its input alone.
+void Reset() {
+  static const std::vector<torch::Tensor> initial = Snapshot();
+  torch::NoGradGuard no_grad;
+  auto params = Model()->parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(initial[i]);
+}
+
+void CheckLoad(const std::string& blob) {
   std::vector<torch::Tensor> before = Snapshot();
   uint64_t version = 0;
   absl::Status s = rlvr::policy::LoadWeights(blob, Model(), &version);
   if (!s.ok()) {
-    auto params = Model()->parameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!torch::equal(params[i], before[i])) std::abort();  // Refused, yet changed.
-    }
-    return 0;
+    AbortUnlessUnchanged(before);
+    return;
   }
   if (rlvr::policy::SerializeWeights(Model(), version) != blob) std::abort();
+  // The weights just accepted (any bit patterns, NaNs included) must survive a
+  // refused load: damage the checksum and try again.
+  std::string damaged = blob;
+  damaged.back() ^= 0x01;
+  std::vector<torch::Tensor> loaded = Snapshot();
+  if (rlvr::policy::LoadWeights(damaged, Model(), &version).ok()) std::abort();
+  AbortUnlessUnchanged(loaded);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string blob(reinterpret_cast<const char*>(data), size);
+  Reset();
+  CheckLoad(blob);
+  if (size >= 4) {
+    const uint32_t crc = rlvr::Crc32(std::string_view(blob.data(), size - 4));
+    std::string fixed = blob;
+    std::memcpy(fixed.data() + size - 4, &crc, 4);  // Little-endian, as the blob stores it.
+    if (fixed != blob) CheckLoad(fixed);
+  }
   return 0;
 }
