@@ -227,6 +227,14 @@ absl::Status RankZero::Setup() {
     RETURN_IF_ERROR(WriteFileAtomically(o_.port_file, absl::StrCat(started.port, "\n")));
   }
   if (!o_.metrics_jsonl.empty()) {
+    // Same rule as the ledger below: lines of steps after the resumed one
+    // describe rolled-back updates that will be redone.
+    ASSIGN_OR_RETURN(LedgerTruncation t, TruncateLedger(o_.metrics_jsonl, trainer_->step()));
+    if (t.dropped > 0 || t.malformed > 0) {
+      LOG(WARNING) << "metrics.jsonl rewritten at resume step " << trainer_->step() << ": dropped "
+                   << t.dropped << " lines of rolled-back steps and " << t.malformed
+                   << " torn/malformed";
+    }
     metrics_jsonl_.open(o_.metrics_jsonl, std::ios::app);
     if (!metrics_jsonl_) return absl::InternalError(absl::StrCat("cannot open ", o_.metrics_jsonl));
   }

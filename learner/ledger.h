@@ -33,7 +33,9 @@ struct LedgerTruncation {
 };
 
 // Rewrites `path` atomically (temp file + fsync + rename + directory fsync)
-// keeping only well-formed lines whose step is <= max_step, in order. A
+// keeping only well-formed lines whose step is <= max_step, in order. Works
+// on any JSON-lines file whose lines carry an unsigned "step" (the learner
+// also applies it to metrics.jsonl). A
 // missing file is not an error (nothing kept). Errors: I/O failures; the
 // original file is then untouched.
 absl::StatusOr<LedgerTruncation> TruncateLedger(const std::string& path, uint64_t max_step);

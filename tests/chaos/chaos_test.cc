@@ -370,11 +370,13 @@ TEST_F(ChaosTest, FaultsLoseNothingAndTrainEveryPromptOncePerEpoch) {
   EXPECT_EQ(missing, 0) << "a completed epoch lacks prompts";
   EXPECT_GE(last_epoch, 2u) << "fewer than three epochs";
 
-  // Metrics lines: after the rewrites at resume there may be redone steps in
-  // metrics.jsonl (it is not rewritten), but the last one is the total.
+  // Metrics lines: rewritten at every resume like the ledger, so exactly one
+  // line per step, 1..total, in order, however many times the learner died.
   const auto metrics = ReadJsonLines((dir_ / "metrics.jsonl").string());
-  ASSERT_FALSE(metrics.empty());
-  EXPECT_EQ(metrics.back()["step"].get<int>(), total);
+  ASSERT_EQ(static_cast<int>(metrics.size()), total);
+  for (int i = 0; i < total; ++i) {
+    EXPECT_EQ(metrics[i]["step"].get<int>(), i + 1) << "metrics.jsonl line " << i;
+  }
 
   // Actors: the generation version never decreases within a process except
   // after a learner SIGKILL rolled back the published version.
