@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/policy/decode_kernels.h"
 
 namespace rlvr::policy {
 namespace {
@@ -14,6 +16,8 @@ namespace {
 // query whose keys are all masked (a pad position) gets a harmless uniform
 // softmax instead of NaN; exp(kMaskValue - max) is exactly 0 otherwise.
 constexpr double kMaskValue = -1e9;
+
+constexpr double kRmsEps = 1e-6;  // RMSNorm epsilon inside the square root.
 
 // Rotates the pairs (x[..., i], x[..., i + D/2]) by the given angles.
 // x [..., B, H, S, D]; cos/sin [B, 1, S, D/2] (broadcast over the leading
@@ -101,7 +105,7 @@ int64_t TransformerImpl::num_parameters() const {
 }
 
 torch::Tensor TransformerImpl::RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + 1e-6) * weight;
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsEps) * weight;
 }
 
 void TransformerImpl::CheckTokenRange(const torch::Tensor& tokens) const {
@@ -168,9 +172,20 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
     TORCH_CHECK(past + s <= cache->capacity, "KV cache capacity exceeded");
   }
   const int64_t total = past + s;
+  // Decoding into a cache without autograd (Generate) takes the fused loops
+  // of decode_kernels.h; everything else uses the tensor ops below.
+  const bool fused = cache != nullptr && !torch::GradMode::is_enabled() &&
+                     embed_.scalar_type() == torch::kFloat32 && embed_.is_cpu() &&
+                     positions_in_table && positions.is_contiguous() &&
+                     cache->keys.front().is_contiguous() && cache->values.front().is_contiguous();
+  auto norm = [&](const torch::Tensor& x, const torch::Tensor& w) {
+    return fused ? RmsNormRows(x, w, kRmsEps) : RmsNorm(x, w);
+  };
 
-  // RoPE angles per row and position, [B,1,S,D/2] each.
-  auto [cos, sin] = RopeAngles(positions, positions_in_table);
+  // RoPE angles per row and position, [B,1,S,D/2] each (the fused path reads
+  // the table directly).
+  torch::Tensor cos, sin;
+  if (!fused) std::tie(cos, sin) = RopeAngles(positions, positions_in_table);
 
   // Additive attention mask [B or 1, 1, S, total]: causal among the new
   // tokens plus the caller's key bias.
@@ -198,30 +213,40 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
   torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}));  // [B*S, D]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    torch::Tensor qkv = Project(RmsNorm(x, l.attn_norm), l.qkv);             // [B*S, 3D]
-    qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});        // [3,B,H,S,Dh]
-    torch::Tensor qk = ApplyRope(qkv.narrow(0, 0, 2), cos, sin);             // [2,B,H,S,Dh]
-    torch::Tensor q = qk[0];
-    torch::Tensor k = qk[1];
-    torch::Tensor v = qkv[2];
-    if (cache != nullptr) {
-      cache->keys[i].narrow(2, past, s).copy_(k);
-      cache->values[i].narrow(2, past, s).copy_(v);
+    torch::Tensor qkv = Project(norm(x, l.attn_norm), l.qkv);  // [B*S, 3D]
+    torch::Tensor q, k, v;                                     // [B,H,S|total,Dh]
+    if (fused) {
+      // Queries come back pre-multiplied by the attention scale.
+      q = RotateIntoCache(qkv, positions, rope_table_, h, past, scale, cache->keys[i],
+                          cache->values[i]);
       k = cache->keys[i].narrow(2, 0, total);
       v = cache->values[i].narrow(2, 0, total);
+    } else {
+      qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});  // [3,B,H,S,Dh]
+      torch::Tensor qk = ApplyRope(qkv.narrow(0, 0, 2), cos, sin);       // [2,B,H,S,Dh]
+      q = qk[0];
+      k = qk[1];
+      v = qkv[2];
+      if (cache != nullptr) {
+        cache->keys[i].narrow(2, past, s).copy_(k);
+        cache->values[i].narrow(2, past, s).copy_(v);
+        k = cache->keys[i].narrow(2, 0, total);
+        v = cache->values[i].narrow(2, 0, total);
+      }
     }
-    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,H,S,total]
+    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // [B,H,S,total]
+    if (!fused) scores = scores * scale;
     if (mask.defined()) scores = scores + mask;
-    torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);     // [B,H,S,Dh]
+    torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);  // [B,H,S,Dh]
     attn = attn.transpose(1, 2).reshape({b * s, d});
     x = Project(attn, l.out, x);
-    torch::Tensor gu = Project(RmsNorm(x, l.mlp_norm), l.gate_up);  // [B*S, 2F]
+    torch::Tensor gu = Project(norm(x, l.mlp_norm), l.gate_up);  // [B*S, 2F]
     torch::Tensor gate = gu.narrow(-1, 0, config_.d_ff);
     torch::Tensor up = gu.narrow(-1, config_.d_ff, config_.d_ff);
     x = Project(torch::silu(gate) * up, l.down, x);
   }
   if (cache != nullptr) cache->length = total;
-  return Project(RmsNorm(x, final_norm_), embed_).view({b, s, vocab_size_});
+  return Project(norm(x, final_norm_), embed_).view({b, s, vocab_size_});
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,

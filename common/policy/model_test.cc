@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/policy/decode_kernels.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
@@ -166,6 +167,43 @@ TEST(SamplerTest, SeededSamplingIsReproducibleAndRowIndependent) {
   int distinct = 0;
   for (size_t i = 1; i < g.size(); ++i) distinct += g[i].tokens != g[0].tokens;
   EXPECT_GT(distinct, 0);
+}
+
+// The fused decode loops against the same math written with tensor ops.
+TEST(DecodeKernelsTest, MatchTensorOpReference) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(3);
+  torch::Tensor x = torch::randn({5, 12});
+  torch::Tensor w = torch::randn({12});
+  torch::Tensor want = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * w;
+  EXPECT_TRUE(torch::allclose(RmsNormRows(x, w, 1e-6), want, 1e-5, 1e-6));
+
+  const int64_t b = 2, s = 3, h = 2, dh = 4, cap = 8, past = 2;
+  torch::Tensor qkv = torch::randn({b * s, 3 * h * dh});
+  torch::Tensor positions = torch::tensor({2, 3, 4, 0, 1, 5}, torch::kInt64).view({b, s});
+  torch::Tensor inv_freq = torch::tensor({1.0, 0.01}, torch::kFloat64);
+  torch::Tensor angles = torch::arange(16, torch::kFloat64).unsqueeze(-1) * inv_freq;
+  torch::Tensor table = torch::cat({angles.cos(), angles.sin()}, -1);
+  torch::Tensor keys = torch::zeros({b, h, cap, dh}), values = torch::zeros({b, h, cap, dh});
+  torch::Tensor q = RotateIntoCache(qkv, positions, table, h, past, 0.5, keys, values);
+
+  torch::Tensor parts = qkv.view({b, s, 3, h, dh}).permute({2, 0, 3, 1, 4});  // [3,B,H,S,Dh]
+  torch::Tensor a = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq;    // [B,S,2]
+  torch::Tensor cos = a.cos().to(torch::kFloat32).unsqueeze(1), sin = a.sin().to(torch::kFloat32).unsqueeze(1);
+  auto rope = [&](const torch::Tensor& t) {
+    torch::Tensor t1 = t.narrow(-1, 0, dh / 2), t2 = t.narrow(-1, dh / 2, dh / 2);
+    return torch::cat({t1 * cos - t2 * sin, t1 * sin + t2 * cos}, -1);
+  };
+  EXPECT_TRUE(torch::allclose(q, rope(parts[0]) * 0.5, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(keys.narrow(2, past, s), rope(parts[1]), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(values.narrow(2, past, s), parts[2]));
+  // Nothing outside [past, past + s) was written.
+  EXPECT_EQ(keys.narrow(2, 0, past).abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(values.narrow(2, past + s, cap - past - s).abs().sum().item<float>(), 0.0f);
+  // Misuse is an error, not a silent wrong answer.
+  torch::Tensor small = torch::zeros({b, h, 3, dh});
+  EXPECT_THROW(RotateIntoCache(qkv, positions, table, h, past, 1.0, small, small), c10::Error);
+  EXPECT_THROW(RmsNormRows(x.to(torch::kFloat64), w, 1e-6), c10::Error);
 }
 
 // Inverse-CDF sampling over an evenly spaced grid of uniforms reproduces the

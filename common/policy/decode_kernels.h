@@ -1,0 +1,39 @@
+// Fused CPU loops for the no-grad decoding path of the transformer.
+//
+// A batch-1 decode step of a small model is a few hundred tiny tensor ops,
+// and dispatch, not arithmetic, sets its cost. These replace the longest
+// chains (RMSNorm: 6 ops; rotary embedding of queries and keys plus the KV
+// cache writes: ~15 ops per layer) with one pass each. They compute the same
+// function as the tensor-op path in model.cc up to float rounding; the
+// decode-vs-training-forward test covers both.
+//
+// Preconditions (checked with TORCH_CHECK): CPU, float32, contiguous, no
+// autograd (callers use them only under NoGradGuard). Thread safety: pure
+// functions of their inputs, except the cache tensors they write.
+#ifndef RLVR_COMMON_POLICY_DECODE_KERNELS_H_
+#define RLVR_COMMON_POLICY_DECODE_KERNELS_H_
+
+#include <cstdint>
+
+#include <torch/torch.h>
+
+namespace rlvr::policy {
+
+// Rows of x [N, D]: x * rsqrt(mean(x^2) + eps) * weight [D].
+torch::Tensor RmsNormRows(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// Splits the fused projection qkv [B*S, 3 * H * Dh] (per row: q heads, k
+// heads, v heads), rotates queries and keys by the rotary table rows of
+// `positions` [B, S] (table [P, Dh] float64: cos of the Dh/2 angles, then
+// their sin; the pairs rotated are (i, i + Dh/2)), writes keys and values
+// into cache_keys/cache_values [B, H, capacity, Dh] at positions
+// [past, past + S), and returns the rotated queries times `query_scale` as
+// [B, H, S, Dh].
+torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& positions,
+                              const torch::Tensor& table, int64_t heads, int64_t past,
+                              double query_scale, torch::Tensor& cache_keys,
+                              torch::Tensor& cache_values);
+
+}  // namespace rlvr::policy
+
+#endif  // RLVR_COMMON_POLICY_DECODE_KERNELS_H_
