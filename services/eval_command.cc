@@ -32,6 +32,7 @@ int EvalCommand(int argc, char** argv) {
   double temperature = -1;
   int max_new_tokens = -1;
   int64_t seed = 1;
+  int show = 0;
   int threads = 1;  // Small ops: a second OpenMP thread mostly spins (see docs/policy.md).
   FlagSet flags("eval",
                 "Accuracy of a weight file on the task's held-out prompts: greedy exact match\n"
@@ -48,6 +49,7 @@ int EvalCommand(int argc, char** argv) {
   flags.Int("max_new_tokens", &max_new_tokens, "Completion cap; -1 = sampling.max_new_tokens.");
   flags.Int64("seed", &seed, "Sampling seed for pass@k.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
+  flags.Int("show", &show, "Also print the first N prompts with their greedy completions.");
   if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
     std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
     return 2;
@@ -94,17 +96,23 @@ int EvalCommand(int argc, char** argv) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::printf("%-10s %-8s %-8s %-8s %-12s %-8s\n", "split", "prompts", "version", "greedy",
-              "pass@k", "seconds");
-  std::printf("%-10s %-8d %-8llu %-8.3f %-12s %-8.1f\n", split.c_str(), result->prompts,
+  for (int i = 0; i < std::min<int>(show, result->greedy.size()); ++i) {
+    const policy::GreedyCompletion& g = result->greedy[i];
+    std::printf("%-24s -> %-12s %s\n", prompts[i].text.c_str(), g.completion.c_str(),
+                g.reason.c_str());
+  }
+  std::printf("%-10s %-8s %-8s %-8s %-12s %-10s %-8s\n", "split", "prompts", "version", "greedy",
+              "pass@k", "sample", "seconds");
+  std::printf("%-10s %-8d %-8llu %-8.3f %-12s %-10s %-8.1f\n", split.c_str(), result->prompts,
               static_cast<unsigned long long>(version), result->greedy_accuracy,
               k > 0 ? (std::to_string(result->pass_at_k).substr(0, 5) + " (k=" + std::to_string(k) +
                        ")").c_str()
                     : "-",
-              seconds);
+              k > 0 ? std::to_string(result->sample_accuracy).substr(0, 5).c_str() : "-", seconds);
   if (!json_path.empty()) {
     nlohmann::json j = {{"greedy_accuracy", result->greedy_accuracy},
                         {"pass_at_k", result->pass_at_k},
+                        {"sample_accuracy", result->sample_accuracy},
                         {"k", result->k},
                         {"prompts", result->prompts},
                         {"temperature", temperature},

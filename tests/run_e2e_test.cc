@@ -1,14 +1,20 @@
 // `rlvr run` end to end with a tiny config (~1 minute): pretrain, a learner and
 // two actors as child processes, training, evaluation, the run directory's
-// files, no child left behind, and resumption on a second invocation.
+// files, no child left behind, and resumption on a second invocation. Also:
+// two learner rank processes (Gloo over loopback) train the same parameters
+// as one rank.
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -142,6 +148,107 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   EXPECT_EQ(m[12]["step"].get<int>(), 13);
   EXPECT_NE(Slurp(run_dir / "logs" / "learner.log").find("resum"), std::string::npos);
   EXPECT_TRUE(ProcessesMentioning(run_dir.string()).empty());
+}
+
+// The float32 tensors of a weight blob (layout in common/policy/weights.h),
+// read without torch. Fails the test on anything unexpected.
+std::map<std::string, std::vector<float>> ReadWeightBlob(const fs::path& path) {
+  const std::string blob = Slurp(path);
+  std::map<std::string, std::vector<float>> out;
+  size_t pos = 0;
+  auto take = [&](void* dst, size_t n) {
+    if (pos + n > blob.size()) {
+      ADD_FAILURE() << path << ": truncated";
+      return false;
+    }
+    std::memcpy(dst, blob.data() + pos, n);
+    pos += n;
+    return true;
+  };
+  char magic[8];
+  uint32_t format = 0, count = 0;
+  uint64_t version = 0;
+  if (!take(magic, 8) || std::memcmp(magic, "RLVRWGT", 8) != 0 || !take(&format, 4) ||
+      !take(&version, 8) || !take(&count, 4)) {
+    ADD_FAILURE() << path << ": bad header";
+    return out;
+  }
+  for (uint32_t t = 0; t < count; ++t) {
+    uint32_t name_len = 0, rank = 0;
+    uint8_t dtype = 0;
+    uint64_t bytes = 0;
+    if (!take(&name_len, 4)) return out;
+    std::string name(name_len, '\0');
+    if (!take(name.data(), name_len) || !take(&dtype, 1) || !take(&rank, 4)) return out;
+    std::vector<int64_t> dims(rank);
+    if (!take(dims.data(), 8 * rank) || !take(&bytes, 8)) return out;
+    EXPECT_EQ(dtype, 6) << name << ": not float32";  // torch::ScalarType::Float
+    std::vector<float> values(bytes / 4);
+    if (!take(values.data(), bytes)) return out;
+    out[name] = std::move(values);
+  }
+  return out;
+}
+
+// Synchronous training (max_policy_lag 0) gives every update the same data
+// whatever the process layout, so two learner ranks (each update's groups
+// sharded across them, gradients all-reduced) must end with one rank's
+// parameters within float tolerance.
+TEST(RunEndToEndTest, TwoLearnerRanksTrainTheSameParametersAsOne) {
+  const char* bin = std::getenv("RLVR_BINARY");
+  ASSERT_NE(bin, nullptr);
+  fs::path dir = fs::path(testing::TempDir()) / "rlvr_run_ranks";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path config = dir / "tiny.yaml";
+  std::ofstream(config) << "run: {runs_dir: " << (dir / "runs").string()
+                        << ", total_updates: 6, num_actors: 1}\n"
+                           "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
+                           "task: {train_size: 200, heldout_size: 40}\n"
+                           "pretrain: {steps: 30, batch_size: 32, checkpoint: "
+                        << (dir / "base.rlvrw").string()
+                        << "}\n"
+                           "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 3, "
+                           "max_policy_lag: 0}\n"
+                           "actor: {max_batch_prompts: 4}\n"
+                           "optim: {lr: 0.003}\n"
+                           "eval: {every: 0, prompts: 20}\n";
+  for (int ranks : {1, 2}) {
+    const std::string name = "ranks" + std::to_string(ranks);
+    const std::string out = (dir / (name + ".out")).string();
+    ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() +
+                    " --set run.name=" + name + " --set run.learner_ranks=" +
+                    std::to_string(ranks) + " > " + out + " 2>&1"),
+              0)
+        << Slurp(out);
+    EXPECT_EQ(Metrics(dir / "runs" / name / "metrics.jsonl").size(), 6u) << name;
+  }
+  // Both layouts really ran: rank 1 logged its own training.
+  EXPECT_TRUE(fs::exists(dir / "runs" / "ranks2" / "logs" / "learner-1.log"));
+  auto one = ReadWeightBlob(dir / "runs" / "ranks1" / "checkpoints" / "ckpt-6" / "model.bin");
+  auto two = ReadWeightBlob(dir / "runs" / "ranks2" / "checkpoints" / "ckpt-6" / "model.bin");
+  auto base = ReadWeightBlob(dir / "base.rlvrw");
+  ASSERT_FALSE(one.empty());
+  ASSERT_EQ(one.size(), two.size());
+  double worst = 0.0, moved = 0.0;
+  for (const auto& [name, a] : one) {
+    ASSERT_TRUE(two.count(name)) << name;
+    const std::vector<float>& b = two.at(name);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    double scale = 0.0, diff = 0.0, step = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      scale = std::max(scale, std::fabs(double(a[i])));
+      diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+      step = std::max(step, std::fabs(double(a[i]) - base.at(name)[i]));
+    }
+    worst = std::max(worst, diff / std::max(scale, 1e-12));
+    moved = std::max(moved, step / std::max(scale, 1e-12));
+  }
+  EXPECT_LE(worst, 1e-5) << "largest relative difference between 1 and 2 ranks";
+  EXPECT_GE(moved, 1e-3) << "training did not move the parameters";
+  std::printf("1 vs 2 learner ranks after 6 updates: max relative difference %.3g "
+              "(parameters moved up to %.3g relative)\n", worst, moved);
+  EXPECT_TRUE(ProcessesMentioning((dir / "runs").string()).empty());
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokeniz
   try {
     // Rows: (prompt, sample) pairs; sample -1 is the greedy one.
     auto run = [&](bool greedy, int samples_per_prompt, std::vector<int>* correct) {
+      if (greedy) result.greedy.assign(prompts.size(), GreedyCompletion{});
       SamplingOptions options;
       options.greedy = greedy;
       options.temperature = temperature;
@@ -49,8 +50,12 @@ absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokeniz
         std::vector<Sample> out = Generate(model, batch, seeds, options);
         for (size_t row = begin; row < end; ++row) {
           const Prompt& p = prompts[row / samples_per_prompt];
-          Verdict v = task.Verify(p.answer, CompletionText(tokenizer, out[row - begin].tokens));
+          std::string text = CompletionText(tokenizer, out[row - begin].tokens);
+          Verdict v = task.Verify(p.answer, text);
           if (v.reward >= 1.0) (*correct)[row / samples_per_prompt] += 1;
+          if (greedy) {
+            result.greedy[row] = GreedyCompletion{std::move(text), v.reason, v.reward >= 1.0};
+          }
         }
       }
     };
@@ -63,8 +68,13 @@ absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokeniz
       std::vector<int> sample_correct(prompts.size(), 0);
       run(/*greedy=*/false, k, &sample_correct);
       int pass = 0;
-      for (int c : sample_correct) pass += c > 0;
+      int64_t hits = 0;
+      for (int c : sample_correct) {
+        pass += c > 0;
+        hits += c;
+      }
       result.pass_at_k = double(pass) / prompts.size();
+      result.sample_accuracy = double(hits) / (double(prompts.size()) * k);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("eval: ", e.what()));

@@ -6,6 +6,7 @@
 #define RLVR_COMMON_POLICY_EVALUATE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,11 +17,20 @@ namespace rlvr::policy {
 
 class Transformer;  // model.h
 
+// One prompt's greedy completion and its verdict.
+struct GreedyCompletion {
+  std::string completion;  // Decoded completion text (EOS not included).
+  std::string reason;      // The verifier's reason.
+  bool correct = false;    // Reward 1.
+};
+
 struct EvalResult {
   double greedy_accuracy = 0.0;  // Fraction of prompts whose greedy completion verifies.
   double pass_at_k = 0.0;        // Fraction with >= 1 of k samples correct (0 if k == 0).
+  double sample_accuracy = 0.0;  // Mean reward-1 fraction over all k samples (0 if k == 0).
   int prompts = 0;               // Prompts evaluated.
   int k = 0;                     // k of pass@k.
+  std::vector<GreedyCompletion> greedy;  // One per prompt, in prompt order.
 };
 
 // Greedy decoding (stop at EOS, max_new_tokens) and k samples per prompt at
