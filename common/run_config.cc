@@ -48,6 +48,12 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Double("pretrain.data_fraction", &p.data_fraction, 0.0, 1.0,
             "Fraction of training prompts seen in pretraining.");
   s->Int64("pretrain.seed", &p.seed, 0, kSeedMax, "Init and shuffle seed.");
+  s->Double("pretrain.stop_accuracy", &p.stop_accuracy, 0.0, 1.0,
+            "Stop at this greedy accuracy on the validation prompts; 0 = run all steps.");
+  s->Int("pretrain.validation_prompts", &p.validation_prompts, 1, kBig,
+         "Training-split prompts held out of pretraining for the stop check.");
+  s->Int("pretrain.validate_every", &p.validate_every, 1, kBig,
+         "Steps between stop checks.");
 
   SamplingConfig& sm = c->sampling;
   s->Double("sampling.temperature", &sm.temperature, 1e-3, 100.0, "Softmax temperature.");
@@ -171,6 +177,12 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   if (c.learner.groups_per_update > c.learner.buffer_groups) {
     return bad("learner.groups_per_update", "must be <= learner.buffer_groups");
+  }
+  if (c.pretrain.stop_accuracy > 0 && c.task.kind == "arithmetic" &&
+      c.pretrain.validation_prompts >= c.task.train_size) {
+    return bad("pretrain.validation_prompts",
+               absl::StrCat("must be < task.train_size (", c.task.train_size,
+                            ") when pretrain.stop_accuracy is set"));
   }
   if (c.eval.prompts > c.task.heldout_size) {
     return bad("eval.prompts", "must be <= task.heldout_size");

@@ -58,6 +58,17 @@ struct PretrainConfig {
   // which keeps the base model's accuracy below the ceiling.
   double data_fraction = 1.0;
   int64_t seed = 7;
+  // Stop as soon as the greedy accuracy on the validation prompts reaches
+  // this (checked every validate_every steps); 0 = run all `steps`. The
+  // point at which a small model "gets" the task varies a lot with the seed
+  // and the machine's float rounding, so a fixed step count gives bases from
+  // 15% to 85%; stopping at an accuracy gives the same starting point for RL.
+  double stop_accuracy = 0.0;
+  // With stop_accuracy > 0: the last validation_prompts prompts of the
+  // training split are held out of pretraining and used for the check (the
+  // task's held-out split is never looked at). RL still trains on them.
+  int validation_prompts = 200;
+  int validate_every = 25;  // Steps between checks.
 };
 
 // How actors sample (copied into every lease).

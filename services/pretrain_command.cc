@@ -74,9 +74,12 @@ int PretrainCommand(int argc, char** argv) {
   options.config = config->pretrain;
   options.threads = threads;
   options.log_every = log_every;
+  options.max_new_tokens = config->sampling.max_new_tokens;
   options.on_progress = [](const policy::PretrainProgress& p) {
-    std::printf("pretrain step %d/%d  loss %.4f  lr %.2e  grad_norm %.3f  %.1fs\n", p.step,
+    std::printf("pretrain step %d/%d  loss %.4f  lr %.2e  grad_norm %.3f  %.1fs", p.step,
                 p.total_steps, p.loss, p.lr, p.grad_norm, p.elapsed_s);
+    if (p.validation_accuracy >= 0) std::printf("  validation %.3f", p.validation_accuracy);
+    std::printf("\n");
     std::fflush(stdout);
   };
   auto result = policy::Pretrain(*model, *tokenizer, **task, options);
@@ -90,6 +93,12 @@ int PretrainCommand(int argc, char** argv) {
   }
   std::printf("pretrain: done, %d steps on %d prompts in %.1fs, final loss %.4f -> %s\n",
               result->steps, result->examples, result->seconds, result->final_loss, out.c_str());
+  if (config->pretrain.stop_accuracy > 0) {
+    std::printf("pretrain: validation greedy accuracy %.3f on %d training-split prompts (%s %.3f)\n",
+                result->validation_accuracy, config->pretrain.validation_prompts,
+                result->reached_stop_accuracy ? "reached the stop accuracy" : "never reached",
+                config->pretrain.stop_accuracy);
+  }
   if (eval_prompts > 0) {
     std::vector<Prompt> prompts = (*task)->heldout();
     if (static_cast<int>(prompts.size()) > eval_prompts) prompts.resize(eval_prompts);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/policy/evaluate.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/status_macros.h"
@@ -28,8 +29,20 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
                                         const Task& task, const PretrainOptions& options) {
   const PretrainConfig& c = options.config;
   const auto start = std::chrono::steady_clock::now();
+  const bool validate = c.stop_accuracy > 0;
+  const size_t train_size = task.train().size();
+  if (validate && (c.validation_prompts < 1 || size_t(c.validation_prompts) >= train_size ||
+                   c.validate_every < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pretrain: validation_prompts must be in [1, ", train_size,
+        ") and validate_every >= 1 when stop_accuracy is set"));
+  }
+  // The validation prompts are the tail of the training split, never trained on here.
+  const size_t trainable = validate ? train_size - c.validation_prompts : train_size;
   const size_t used = std::min(
-      task.train().size(), static_cast<size_t>(std::ceil(c.data_fraction * task.train().size())));
+      trainable, static_cast<size_t>(std::ceil(c.data_fraction * train_size)));
+  std::vector<Prompt> validation;
+  if (validate) validation.assign(task.train().end() - c.validation_prompts, task.train().end());
   if (used == 0) return absl::InvalidArgumentError("pretrain: no training prompts selected");
   if (c.batch_size < 1) return absl::InvalidArgumentError("pretrain: batch_size must be >= 1");
   std::vector<std::vector<int>> inputs(used), targets(used);
@@ -86,9 +99,21 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
       optimizer.step();
       result.steps = step + 1;
       result.final_loss = loss.item<double>();
+      double accuracy = -1.0;
+      if (validate && (result.steps % c.validate_every == 0 || result.steps == c.steps)) {
+        model->eval();
+        auto eval = Evaluate(model, tokenizer, task, validation, /*k=*/0, 1.0,
+                             options.max_new_tokens, 0);
+        model->train();
+        if (!eval.ok()) return eval.status();
+        accuracy = eval->greedy_accuracy;
+        result.validation_accuracy = accuracy;
+        result.reached_stop_accuracy = accuracy >= c.stop_accuracy;
+      }
+      const bool last = result.steps == c.steps || result.reached_stop_accuracy;
       if (options.on_progress &&
-          ((options.log_every > 0 && result.steps % options.log_every == 0) ||
-           result.steps == c.steps)) {
+          ((options.log_every > 0 && result.steps % options.log_every == 0) || last ||
+           accuracy >= 0)) {
         PretrainProgress progress;
         progress.step = result.steps;
         progress.total_steps = c.steps;
@@ -97,8 +122,10 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
         progress.grad_norm = grad_norm;
         progress.elapsed_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        progress.validation_accuracy = accuracy;
         options.on_progress(progress);
       }
+      if (result.reached_stop_accuracy) break;
     }
     model->eval();
   } catch (const std::exception& e) {

@@ -50,6 +50,17 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   EXPECT_LE(eval->greedy_accuracy, 1.0);
   EXPECT_GE(eval->pass_at_k, 0.0);
   EXPECT_LE(eval->pass_at_k, 1.0);
+  // Per-prompt greedy completions agree with the accuracy; the mean sample
+  // accuracy cannot exceed pass@k.
+  ASSERT_EQ(eval->greedy.size(), 16u);
+  int correct = 0;
+  for (const GreedyCompletion& g : eval->greedy) {
+    correct += g.correct;
+    EXPECT_FALSE(g.reason.empty());
+  }
+  EXPECT_DOUBLE_EQ(eval->greedy_accuracy, correct / 16.0);
+  EXPECT_LE(eval->sample_accuracy, eval->pass_at_k);
+  EXPECT_GE(eval->sample_accuracy, 0.0);
   auto again = Evaluate(*model, *tokenizer, **task, (*task)->heldout(), 3, 1.0, 4, 5);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->pass_at_k, eval->pass_at_k);  // seeded
@@ -58,6 +69,85 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   EXPECT_FALSE(Evaluate(*model, *tokenizer, **task, bad, 0, 1.0, 4, 5).ok());
   options.config.data_fraction = 0.0;
   EXPECT_FALSE(Pretrain(*model, *tokenizer, **task, options).ok());
+}
+
+struct TinySetup {
+  std::unique_ptr<Task> task;
+  std::unique_ptr<Tokenizer> tokenizer;
+  Transformer model{nullptr};
+};
+
+TinySetup MakeTinySetup() {
+  TinySetup s;
+  TaskConfig tc;
+  tc.train_size = 80;
+  tc.heldout_size = 10;
+  tc.max_digits = 1;
+  auto task = MakeTask(tc);
+  EXPECT_TRUE(task.ok()) << task.status();
+  s.task = *std::move(task);
+  s.tokenizer = MakeCharTokenizer();
+  ModelConfig mc;
+  mc.d_model = 32;
+  mc.n_layers = 1;
+  mc.n_heads = 2;
+  mc.d_ff = 64;
+  auto model = CreateTransformer(mc, s.tokenizer->vocab_size(), 3);
+  EXPECT_TRUE(model.ok());
+  s.model = *model;
+  return s;
+}
+
+// stop_accuracy: training stops at the first check that reaches it; the
+// validation prompts (the training split's tail) are not trained on; the
+// reported accuracy is what Evaluate gives on them.
+TEST(PretrainTest, StopsAtTheValidationAccuracy) {
+  TinySetup s = MakeTinySetup();
+  PretrainOptions options;
+  options.config.steps = 2000;
+  options.config.batch_size = 16;
+  options.config.lr = 3e-3;
+  options.config.warmup_steps = 5;
+  options.config.stop_accuracy = 0.25;
+  options.config.validation_prompts = 20;
+  options.config.validate_every = 10;
+  options.max_new_tokens = 4;
+  std::vector<PretrainProgress> checks;
+  options.on_progress = [&](const PretrainProgress& p) {
+    if (p.validation_accuracy >= 0) checks.push_back(p);
+  };
+  auto result = Pretrain(s.model, *s.tokenizer, *s.task, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->reached_stop_accuracy);
+  EXPECT_LT(result->steps, 2000);
+  EXPECT_EQ(result->steps % 10, 0);
+  EXPECT_EQ(result->examples, 60);  // 80 - 20 validation prompts.
+  EXPECT_GE(result->validation_accuracy, 0.25);
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks.back().step, result->steps);
+  for (size_t i = 0; i + 1 < checks.size(); ++i) EXPECT_LT(checks[i].validation_accuracy, 0.25);
+  std::vector<Prompt> tail(s.task->train().end() - 20, s.task->train().end());
+  auto eval = Evaluate(s.model, *s.tokenizer, *s.task, tail, 0, 1.0, 4, 0);
+  ASSERT_TRUE(eval.ok());
+  EXPECT_DOUBLE_EQ(eval->greedy_accuracy, result->validation_accuracy);
+}
+
+TEST(PretrainTest, UnreachedStopAccuracyRunsAllStepsAndBadValidationIsAnError) {
+  TinySetup s = MakeTinySetup();
+  PretrainOptions options;
+  options.config.steps = 12;
+  options.config.batch_size = 8;
+  options.config.stop_accuracy = 1.0;
+  options.config.validation_prompts = 20;
+  options.config.validate_every = 5;
+  auto result = Pretrain(s.model, *s.tokenizer, *s.task, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->steps, 12);
+  EXPECT_FALSE(result->reached_stop_accuracy);
+  EXPECT_GE(result->validation_accuracy, 0.0);  // Checked at the last step too.
+  options.config.validation_prompts = 80;         // The whole training split.
+  auto bad = Pretrain(s.model, *s.tokenizer, *s.task, options);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
