@@ -184,16 +184,19 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
     started_ = true;
     version_ = chunk.version;
     total_bytes_ = chunk.total_bytes;
-    blob_crc32_ = chunk.blob_crc32;
+    blob_crc32_ = chunk.blob_crc32;  // 0: not sent before the last chunk.
     running_crc32_ = 0;
     blob_.clear();
     blob_.reserve(total_bytes_);
     AdviseHugePages(blob_.data(), blob_.capacity());
   } else if (chunk.version != version_ || chunk.total_bytes != total_bytes_ ||
-             chunk.blob_crc32 != blob_crc32_) {
+             (blob_crc32_ != 0 && chunk.blob_crc32 != 0 && chunk.blob_crc32 != blob_crc32_)) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "chunk header changed mid-transfer: version ", chunk.version, " vs ", version_,
-        ", total ", chunk.total_bytes, " vs ", total_bytes_)));
+        ", total ", chunk.total_bytes, " vs ", total_bytes_, ", blob CRC ", chunk.blob_crc32,
+        " vs ", blob_crc32_)));
+  } else if (blob_crc32_ == 0) {
+    blob_crc32_ = chunk.blob_crc32;
   }
   if (chunk.offset != blob_.size()) {
     return Fail(absl::DataLossError(absl::StrCat("version ", version_, ": chunk offset ",
@@ -227,7 +230,9 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
         total_bytes_, " bytes")));
   }
   if (full) {
-    if (running_crc32_ != blob_crc32_) {
+    // The last chunk's blob CRC is authoritative (earlier chunks may carry it
+    // too, then equal, or 0 when the sender streams before knowing it).
+    if (running_crc32_ != chunk.blob_crc32 || (blob_crc32_ != 0 && blob_crc32_ != chunk.blob_crc32)) {
       return Fail(absl::DataLossError(
           absl::StrCat("version ", version_, ": whole-blob CRC-32 mismatch")));
     }

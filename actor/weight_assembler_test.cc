@@ -50,6 +50,42 @@ TEST(WeightAssemblerTest, AssemblesInOrderChunks) {
   EXPECT_FALSE(a.in_progress());
 }
 
+// A publisher that streams before knowing the whole-blob CRC sends it on the
+// last chunk only (learner/weight_publisher.h); one that knows it may send it
+// on every chunk, and then a change mid-transfer or a wrong final value is
+// refused.
+TEST(WeightAssemblerTest, BlobCrcOnTheLastChunkOnly) {
+  const std::string blob = TestBlob();
+  auto chunks = Chunks(blob, 4, 128);
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) chunks[i].set_blob_crc32(0);
+  WeightAssembler a;
+  for (const auto& c : chunks) ASSERT_TRUE(a.Add(c).ok());
+  ASSERT_TRUE(a.complete());
+  EXPECT_EQ(*a.TakeBlob(), blob);
+
+  auto wrong_last = Chunks(blob, 4, 128);
+  for (size_t i = 0; i + 1 < wrong_last.size(); ++i) wrong_last[i].set_blob_crc32(0);
+  wrong_last.back().set_blob_crc32(wrong_last.back().blob_crc32() ^ 1);
+  WeightAssembler b;
+  absl::Status s;
+  for (const auto& c : wrong_last) s = b.Add(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_FALSE(b.complete());
+
+  auto changed = Chunks(blob, 4, 128);
+  changed[3].set_blob_crc32(changed[3].blob_crc32() + 1);
+  WeightAssembler c;
+  for (size_t i = 0; i < 3; ++i) ASSERT_TRUE(c.Add(changed[i]).ok());
+  EXPECT_EQ(c.Add(changed[3]).code(), absl::StatusCode::kInvalidArgument);
+
+  // Announced early (nonzero), then a different value on the last chunk.
+  auto early = Chunks(blob, 4, 128);
+  early.back().set_blob_crc32(early.back().blob_crc32() ^ 4);
+  WeightAssembler d;
+  for (size_t i = 0; i + 1 < early.size(); ++i) ASSERT_TRUE(d.Add(early[i]).ok());
+  EXPECT_FALSE(d.Add(early.back()).ok());
+}
+
 TEST(WeightAssemblerTest, RejectsBadChunkCrc) {
   auto chunks = Chunks(TestBlob(), 1, 128);
   chunks[2].mutable_data()->at(5) ^= 1;

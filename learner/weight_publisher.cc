@@ -34,26 +34,59 @@ void ReleaseBlobRef(void* user_data) {
 
 }  // namespace
 
+PublishedVersion::PublishedVersion(uint64_t version, std::shared_ptr<const std::string> blob,
+                                   size_t chunk_bytes)
+    : version_(version),
+      blob_(std::move(blob)),
+      chunk_bytes_(std::max<size_t>(1, chunk_bytes)),
+      num_chunks_(blob_->empty() ? 1 : (blob_->size() + chunk_bytes_ - 1) / chunk_bytes_),
+      chunk_once_(new std::once_flag[num_chunks_]),
+      chunk_crc32_(num_chunks_, 0) {}
+
+size_t PublishedVersion::chunk_size(size_t index) const {
+  const size_t offset = std::min(index * chunk_bytes_, blob_->size());
+  return std::min(chunk_bytes_, blob_->size() - offset);
+}
+
+uint32_t PublishedVersion::ChunkCrc32(size_t index) const {
+  std::call_once(chunk_once_[index], [&] {
+    chunk_crc32_[index] =
+        Crc32(std::string_view(blob_->data() + index * chunk_bytes_, chunk_size(index)));
+  });
+  return chunk_crc32_[index];
+}
+
+uint32_t PublishedVersion::BlobCrc32() const {
+  std::call_once(blob_once_, [&] {
+    uLong crc = 0;
+    for (size_t i = 0; i < num_chunks_; ++i) {
+      crc = crc32_combine(crc, ChunkCrc32(i), static_cast<z_off_t>(chunk_size(i)));
+    }
+    blob_crc32_ = static_cast<uint32_t>(crc);
+  });
+  return blob_crc32_;
+}
+
 grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>& v,
                                    size_t index) {
-  const std::string& blob = *v->blob;
-  const size_t offset = index * v->chunk_bytes;
-  const size_t len = std::min(v->chunk_bytes, blob.size() - offset);
+  const std::string& blob = *v->blob();
+  const size_t offset = index * v->chunk_bytes();
+  const size_t len = v->chunk_size(index);
   const bool last = index + 1 == v->num_chunks();
   // WeightChunk fields in wire format; protobuf parsers accept fields in any
   // order, so data (field 4) goes last and can reference the blob directly.
   std::string header;
   PutTag(1, 0, &header);
-  PutVarint(v->version, &header);
+  PutVarint(v->version(), &header);
   PutTag(2, 0, &header);
   PutVarint(offset, &header);
   PutTag(3, 0, &header);
   PutVarint(blob.size(), &header);
   PutTag(5, 5, &header);
-  PutFixed32(v->chunk_crc32[index], &header);
-  PutTag(6, 5, &header);
-  PutFixed32(v->blob_crc32, &header);
+  PutFixed32(v->ChunkCrc32(index), &header);
   if (last) {
+    PutTag(6, 5, &header);
+    PutFixed32(v->BlobCrc32(), &header);
     PutTag(7, 0, &header);
     PutVarint(1, &header);
   }
@@ -62,7 +95,7 @@ grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>
   grpc::Slice slices[2] = {
       grpc::Slice(header),
       grpc::Slice(const_cast<char*>(blob.data()) + offset, len, &ReleaseBlobRef,
-                  new std::shared_ptr<const std::string>(v->blob))};
+                  new std::shared_ptr<const std::string>(v->blob()))};
   return grpc::ByteBuffer(slices, len > 0 ? 2 : 1);
 }
 
@@ -118,10 +151,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return;
     }
     if (sending_ == nullptr || next_chunk_ >= sending_->num_chunks()) {
-      if (sending_ != nullptr) have_ = sending_->version;
+      if (sending_ != nullptr) have_ = sending_->version();
       sending_ = nullptr;
       std::shared_ptr<const PublishedVersion> latest = publisher_->latest();
-      if (latest == nullptr || latest->version <= have_) return;  // Idle until Wake.
+      if (latest == nullptr || latest->version() <= have_) return;  // Idle until Wake.
       sending_ = std::move(latest);
       next_chunk_ = 0;
     }
@@ -152,29 +185,14 @@ WeightPublisher::WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes,
 WeightPublisher::~WeightPublisher() { Shutdown(); }
 
 void WeightPublisher::Publish(uint64_t version, std::shared_ptr<const std::string> blob) {
-  auto v = std::make_shared<PublishedVersion>();
-  v->version = version;
-  v->chunk_bytes = chunk_bytes_;
-  const std::string& b = *blob;
-  const size_t n = b.empty() ? 1 : (b.size() + chunk_bytes_ - 1) / chunk_bytes_;
-  v->chunk_crc32.reserve(n);
-  // One pass over the blob: the whole-blob CRC is combined from the chunks'.
-  uLong blob_crc = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t off = i * chunk_bytes_;
-    const size_t len = std::min(chunk_bytes_, b.size() - std::min(off, b.size()));
-    const uint32_t crc = Crc32(std::string_view(b.data() + off, len));
-    v->chunk_crc32.push_back(crc);
-    blob_crc = crc32_combine(blob_crc, crc, static_cast<z_off_t>(len));
-  }
-  v->blob_crc32 = static_cast<uint32_t>(blob_crc);
-  v->blob = std::move(blob);
-  if (metrics_ != nullptr) metrics_->weight_publish_bytes->Set(static_cast<double>(b.size()));
+  const size_t bytes = blob->size();
+  auto v = std::make_shared<const PublishedVersion>(version, std::move(blob), chunk_bytes_);
+  if (metrics_ != nullptr) metrics_->weight_publish_bytes->Set(static_cast<double>(bytes));
   {
     absl::MutexLock l(&latest_mu_);
-    if (latest_ != nullptr && version <= latest_->version) {
+    if (latest_ != nullptr && version <= latest_->version()) {
       LOG(WARNING) << "WeightPublisher: version " << version << " does not advance "
-                   << latest_->version << "; ignored";
+                   << latest_->version() << "; ignored";
       return;
     }
     latest_ = std::move(v);

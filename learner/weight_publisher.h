@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,14 +30,40 @@
 
 namespace rlvr::learner {
 
-// One published version: immutable once made.
-struct PublishedVersion {
-  uint64_t version = 0;
-  std::shared_ptr<const std::string> blob;
-  uint32_t blob_crc32 = 0;
-  size_t chunk_bytes = 0;
-  std::vector<uint32_t> chunk_crc32;  // One per chunk.
-  size_t num_chunks() const { return chunk_crc32.size(); }
+// One published version. The blob is immutable; the CRCs are computed on
+// first use: chunk i's by whichever watcher encodes chunk i first (exactly
+// once), the whole blob's by combining the chunks' when the last chunk is
+// encoded. So Publish() does not read the blob, and the checksum pass of a
+// chunk overlaps the transfer of the previous ones.
+//
+// Thread safety: every method is safe to call concurrently.
+class PublishedVersion {
+ public:
+  // `chunk_bytes` >= 1.
+  PublishedVersion(uint64_t version, std::shared_ptr<const std::string> blob, size_t chunk_bytes);
+
+  uint64_t version() const { return version_; }
+  const std::shared_ptr<const std::string>& blob() const { return blob_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  // At least 1 (an empty blob is one empty chunk).
+  size_t num_chunks() const { return num_chunks_; }
+  // Bytes of chunk `index` (< num_chunks()).
+  size_t chunk_size(size_t index) const;
+  // CRC-32 (zlib) of chunk `index`; computed on the first call for it.
+  uint32_t ChunkCrc32(size_t index) const;
+  // CRC-32 of the whole blob, combined from every chunk's CRC (computing
+  // those not yet known).
+  uint32_t BlobCrc32() const;
+
+ private:
+  const uint64_t version_;
+  const std::shared_ptr<const std::string> blob_;
+  const size_t chunk_bytes_;
+  const size_t num_chunks_;
+  mutable std::unique_ptr<std::once_flag[]> chunk_once_;
+  mutable std::vector<uint32_t> chunk_crc32_;  // [i] written once, under chunk_once_[i].
+  mutable std::once_flag blob_once_;
+  mutable uint32_t blob_crc32_ = 0;  // Written once, under blob_once_.
 };
 
 class WatchReactor;
@@ -54,8 +81,9 @@ class WeightPublisher final
   ~WeightPublisher() override;
 
   // Makes `blob` (the serialized weights of `version`, > every earlier one)
-  // the newest version, computes its CRCs once and wakes idle watchers.
-  // Returns without waiting for any transfer.
+  // the newest version and wakes idle watchers. Returns without reading the
+  // blob (CRCs are computed as chunks are first sent) or waiting for any
+  // transfer.
   void Publish(uint64_t version, std::shared_ptr<const std::string> blob);
   // The newest version (null before the first Publish).
   std::shared_ptr<const PublishedVersion> latest();
@@ -83,7 +111,8 @@ class WeightPublisher final
 };
 
 // Encodes chunk `index` of `v` as a WeightChunk wire message whose data
-// references the shared blob (exposed for tests and benchmarks).
+// references the shared blob (exposed for tests and benchmarks). The whole-
+// blob CRC (blob_crc32) is set on the last chunk only.
 grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>& v, size_t index);
 
 }  // namespace rlvr::learner

@@ -70,26 +70,55 @@ class WeightPublisherTest : public ::testing::Test {
 };
 
 TEST_F(WeightPublisherTest, EncodedChunkParsesAsWeightChunk) {
-  auto v = std::make_shared<PublishedVersion>();
-  v->version = 9;
-  v->blob = Blob(10, 'a');
-  v->chunk_bytes = 4;
-  v->chunk_crc32 = {1, 2, 3};
-  v->blob_crc32 = 77;
-  grpc::ByteBuffer bb = EncodeWeightChunk(v, 2);
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(bb.Dump(&slices).ok());
-  std::string bytes;
-  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  rlvr::v1::WeightChunk c;
-  ASSERT_TRUE(c.ParseFromString(bytes));
+  std::string text = "abcdefghij";
+  auto v = std::make_shared<const PublishedVersion>(
+      9, std::make_shared<const std::string>(text), 4);
+  ASSERT_EQ(v->num_chunks(), 3u);
+  auto decode = [&](size_t index) {
+    grpc::ByteBuffer bb = EncodeWeightChunk(v, index);
+    std::vector<grpc::Slice> slices;
+    EXPECT_TRUE(bb.Dump(&slices).ok());
+    std::string bytes;
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    rlvr::v1::WeightChunk c;
+    EXPECT_TRUE(c.ParseFromString(bytes));
+    return c;
+  };
+  rlvr::v1::WeightChunk first = decode(0);
+  EXPECT_EQ(first.data(), "abcd");
+  EXPECT_EQ(first.chunk_crc32(), Crc32(std::string_view("abcd")));
+  EXPECT_EQ(first.blob_crc32(), 0u);  // Only the last chunk carries the blob CRC.
+  EXPECT_FALSE(first.last());
+  rlvr::v1::WeightChunk c = decode(2);
   EXPECT_EQ(c.version(), 9u);
   EXPECT_EQ(c.offset(), 8u);
   EXPECT_EQ(c.total_bytes(), 10u);
-  EXPECT_EQ(c.data(), v->blob->substr(8));
-  EXPECT_EQ(c.chunk_crc32(), 3u);
-  EXPECT_EQ(c.blob_crc32(), 77u);
+  EXPECT_EQ(c.data(), "ij");
+  EXPECT_EQ(c.chunk_crc32(), Crc32(std::string_view("ij")));
+  EXPECT_EQ(c.blob_crc32(), Crc32(std::string_view(text)));
   EXPECT_TRUE(c.last());
+}
+
+// Many threads asking for the same lazily computed CRCs get the same values.
+TEST_F(WeightPublisherTest, LazyCrcsAreComputedOnceAndAgreeAcrossThreads) {
+  auto blob = Blob((3 << 20) + 17, 5);
+  PublishedVersion v(1, blob, 1 << 20);
+  ASSERT_EQ(v.num_chunks(), 4u);
+  EXPECT_EQ(v.chunk_size(3), 17u);
+  std::vector<std::thread> threads;
+  std::vector<uint32_t> blob_crcs(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < v.num_chunks(); ++i) v.ChunkCrc32((i + t) % v.num_chunks());
+      blob_crcs[t] = v.BlobCrc32();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (uint32_t c : blob_crcs) EXPECT_EQ(c, Crc32(*blob));
+  EXPECT_EQ(v.ChunkCrc32(3), Crc32(std::string_view(blob->data() + (3 << 20), 17)));
+  PublishedVersion empty(2, std::make_shared<const std::string>(), 4);
+  EXPECT_EQ(empty.num_chunks(), 1u);
+  EXPECT_EQ(empty.BlobCrc32(), Crc32(std::string_view()));
 }
 
 TEST_F(WeightPublisherTest, ManyWatchersReceiveEveryVersionChunkedAndChecksummed) {
