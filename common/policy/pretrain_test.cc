@@ -8,22 +8,38 @@
 namespace rlvr::policy {
 namespace {
 
-TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
+struct TinySetup {
+  std::unique_ptr<Task> task;
+  std::unique_ptr<Tokenizer> tokenizer;
+  Transformer model{nullptr};
+};
+
+TinySetup MakeTinySetup(int train_size = 80, int heldout_size = 10) {
+  TinySetup s;
   TaskConfig tc;
-  tc.train_size = 64;
-  tc.heldout_size = 16;
+  tc.train_size = train_size;
+  tc.heldout_size = heldout_size;
   tc.max_digits = 1;
   auto task = MakeTask(tc);
-  ASSERT_TRUE(task.ok()) << task.status();
-  auto tokenizer = MakeCharTokenizer();
+  EXPECT_TRUE(task.ok()) << task.status();
+  s.task = *std::move(task);
+  s.tokenizer = MakeCharTokenizer();
   ModelConfig mc;
   mc.d_model = 32;
   mc.n_layers = 1;
   mc.n_heads = 2;
   mc.d_ff = 64;
-  auto model = CreateTransformer(mc, tokenizer->vocab_size(), 3);
-  ASSERT_TRUE(model.ok());
+  auto model = CreateTransformer(mc, s.tokenizer->vocab_size(), 3);
+  EXPECT_TRUE(model.ok());
+  s.model = *model;
+  return s;
+}
 
+TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
+  TinySetup s = MakeTinySetup(64, 16);
+  Task* task = s.task.get();
+  Tokenizer* tokenizer = s.tokenizer.get();
+  Transformer& model = s.model;
   PretrainOptions options;
   options.config.steps = 40;
   options.config.batch_size = 16;
@@ -32,7 +48,7 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   options.log_every = 10;
   std::vector<PretrainProgress> progress;
   options.on_progress = [&](const PretrainProgress& p) { progress.push_back(p); };
-  auto result = Pretrain(*model, *tokenizer, **task, options);
+  auto result = Pretrain(model, *tokenizer, *task, options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->steps, 40);
   EXPECT_EQ(result->examples, 32);
@@ -42,7 +58,7 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   EXPECT_LT(progress.back().loss, 0.75 * std::log(99.0));
   EXPECT_LT(progress.back().lr, progress[0].lr);
 
-  auto eval = Evaluate(*model, *tokenizer, **task, (*task)->heldout(), 3, 1.0, 4, 5);
+  auto eval = Evaluate(model, *tokenizer, *task, task->heldout(), 3, 1.0, 4, 5);
   ASSERT_TRUE(eval.ok()) << eval.status();
   EXPECT_EQ(eval->prompts, 16);
   EXPECT_EQ(eval->k, 3);
@@ -61,41 +77,14 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   EXPECT_DOUBLE_EQ(eval->greedy_accuracy, correct / 16.0);
   EXPECT_LE(eval->sample_accuracy, eval->pass_at_k);
   EXPECT_GE(eval->sample_accuracy, 0.0);
-  auto again = Evaluate(*model, *tokenizer, **task, (*task)->heldout(), 3, 1.0, 4, 5);
+  auto again = Evaluate(model, *tokenizer, *task, task->heldout(), 3, 1.0, 4, 5);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->pass_at_k, eval->pass_at_k);  // seeded
 
   std::vector<Prompt> bad = {{"x", "1\t2=", "3"}};
-  EXPECT_FALSE(Evaluate(*model, *tokenizer, **task, bad, 0, 1.0, 4, 5).ok());
+  EXPECT_FALSE(Evaluate(model, *tokenizer, *task, bad, 0, 1.0, 4, 5).ok());
   options.config.data_fraction = 0.0;
-  EXPECT_FALSE(Pretrain(*model, *tokenizer, **task, options).ok());
-}
-
-struct TinySetup {
-  std::unique_ptr<Task> task;
-  std::unique_ptr<Tokenizer> tokenizer;
-  Transformer model{nullptr};
-};
-
-TinySetup MakeTinySetup() {
-  TinySetup s;
-  TaskConfig tc;
-  tc.train_size = 80;
-  tc.heldout_size = 10;
-  tc.max_digits = 1;
-  auto task = MakeTask(tc);
-  EXPECT_TRUE(task.ok()) << task.status();
-  s.task = *std::move(task);
-  s.tokenizer = MakeCharTokenizer();
-  ModelConfig mc;
-  mc.d_model = 32;
-  mc.n_layers = 1;
-  mc.n_heads = 2;
-  mc.d_ff = 64;
-  auto model = CreateTransformer(mc, s.tokenizer->vocab_size(), 3);
-  EXPECT_TRUE(model.ok());
-  s.model = *model;
-  return s;
+  EXPECT_FALSE(Pretrain(model, *tokenizer, *task, options).ok());
 }
 
 // stop_accuracy: training stops at the first check that reaches it; the
