@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_groups.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/run_config.h"
@@ -28,42 +29,13 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = rlvr::bench::Clock;
 using rlvr::learner::Group;
 using rlvr::learner::Rollout;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Arithmetic-shaped data: BOS + 6 prompt characters; completions of 2..8
-// tokens whose first tokens are often shared within a group.
-std::vector<Group> MakeGroups(int n, int g, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> tok(3, vocab - 1), len(2, 8);
-  std::bernoulli_distribution coin(0.5);
-  std::vector<Group> groups(n);
-  for (int i = 0; i < n; ++i) {
-    groups[i].prompt_id = "b" + std::to_string(i);
-    groups[i].prompt = {0};
-    for (int k = 0; k < 6; ++k) groups[i].prompt.push_back(tok(rng));
-    const int first = tok(rng);
-    for (int j = 0; j < g; ++j) {
-      Rollout r;
-      const int l = len(rng);
-      for (int k = 0; k < l; ++k) r.tokens.push_back(k == 0 && coin(rng) ? first : tok(rng));
-      r.behaviour_logprobs.assign(r.tokens.size(), -4.0f);
-      r.reward = j % 2 == 0 ? 1.0 : 0.0;
-      groups[i].rollouts.push_back(r);
-    }
-  }
-  return groups;
-}
+using rlvr::bench::MakeBenchGroups;
+using rlvr::bench::Median;
+using rlvr::bench::Seconds;
 
 }  // namespace
 
@@ -76,7 +48,7 @@ int main(int argc, char** argv) {
   rlvr::RunConfig config;  // Defaults: the model, loss and batching under test.
   const int vocab = rlvr::MakeCharTokenizer()->vocab_size();
   rlvr::policy::Transformer model(config.model, vocab);
-  std::vector<Group> groups = MakeGroups(64, 8, vocab, 2);
+  std::vector<Group> groups = MakeBenchGroups(64, 8, vocab, 2, 0.5);
 
   rlvr::BatchingConfig batching = config.batching;
   batching.reward_balance = "none";  // Keep all 512 rollouts in the step.

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_groups.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/run_config.h"
@@ -25,39 +26,13 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = rlvr::bench::Clock;
 using rlvr::learner::Group;
 using rlvr::learner::Rollout;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// BOS + 6 prompt tokens; completions of 2..8 tokens; half the rollouts of
-// each group rewarded (mixed rewards: every group is trained on).
-std::vector<Group> MakeGroups(int n, int g, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> tok(3, vocab - 1), len(2, 8);
-  std::vector<Group> groups(n);
-  for (int i = 0; i < n; ++i) {
-    groups[i].prompt_id = "b" + std::to_string(i);
-    groups[i].prompt = {0};
-    for (int k = 0; k < 6; ++k) groups[i].prompt.push_back(tok(rng));
-    for (int j = 0; j < g; ++j) {
-      Rollout r;
-      for (int k = len(rng); k > 0; --k) r.tokens.push_back(tok(rng));
-      r.behaviour_logprobs.assign(r.tokens.size(), -4.0f);
-      r.reward = j % 2;
-      groups[i].rollouts.push_back(std::move(r));
-    }
-  }
-  return groups;
-}
+using rlvr::bench::MakeBenchGroups;
+using rlvr::bench::Median;
+using rlvr::bench::Seconds;
 
 // The bare loop: same micro-batches of whole groups, advantage R - mean(R)
 // (0.5 / -0.5 here), loss -(1/Z) sum A_i sum_t lp, backward, clip, AdamW.
@@ -125,7 +100,7 @@ int main(int argc, char** argv) {
   const int vocab = rlvr::MakeCharTokenizer()->vocab_size();
   const int n_groups = config.learner.groups_per_update;
   const int g = config.actor.group_size;
-  std::vector<Group> groups = MakeGroups(n_groups, g, vocab, 7);
+  std::vector<Group> groups = MakeBenchGroups(n_groups, g, vocab, 7, 0.0);
 
   rlvr::learner::TrainerOptions options = rlvr::learner::TrainerOptions::FromRunConfig(config);
   options.vocab_size = vocab;

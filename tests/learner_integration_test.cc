@@ -2,10 +2,8 @@
 // 127.0.0.1 (RLVR_BINARY is the CLI). A tiny model and task keep each test
 // well under a minute.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,77 +24,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "tests/testing/test_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// A child process with stdout+stderr in `log`.
-class Child {
- public:
-  Child(std::vector<std::string> argv, std::string log) : log_(std::move(log)) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Child() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      int st;
-      waitpid(pid_, &st, 0);
-    }
-  }
-  bool ok() const { return pid_ > 0; }
-  void Signal(int sig) {
-    if (!exited_) kill(pid_, sig);
-  }
-  // Exit status, or -1 if still running after `timeout_s`.
-  int Wait(double timeout_s) {
-    auto t0 = Clock::now();
-    while (!exited_) {
-      int st = 0;
-      pid_t r = waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        break;
-      }
-      if (std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return code_;
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-  bool exited_ = false;
-  int code_ = -1;
-};
-
-std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  }
-  return out;
-}
+using Child = rlvr::testing::TestProcess;
+using rlvr::testing::ReadJsonLines;
 
 // Largest N in "actor now generates with policy version N" / "received weights of policy version N".
 int64_t ActorMaxVersion(const std::string& log) {

@@ -16,9 +16,7 @@
 // RLVR_CHAOS_SECONDS (default 20) is the length of the fault phase;
 // RLVR_CHAOS_SEED (default 1) seeds the fault schedule. scripts/chaos runs it
 // longer. Runs well under 90 s with the default.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,8 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/chaos/fault_proxy.h"
-
-extern char** environ;
+#include "tests/testing/test_process.h"
 
 namespace {
 
@@ -54,69 +51,8 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A spawned process whose stdout and stderr go to `log`.
-class Process {
- public:
-  Process(std::vector<std::string> argv, std::string log) : log_(std::move(log)) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Process() {
-    if (pid_ > 0 && code_ < 0) {
-      kill(pid_, SIGKILL);
-      int st = 0;
-      waitpid(pid_, &st, 0);
-    }
-  }
-  bool ok() const { return pid_ > 0; }
-  void Signal(int sig) {
-    if (pid_ > 0 && code_ < 0) kill(pid_, sig);
-  }
-  // Exit code (128 + signal if killed), or -1 if still running after timeout_s.
-  int Wait(double timeout_s) {
-    const auto t0 = Clock::now();
-    while (code_ < 0) {
-      int st = 0;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        break;
-      }
-      if (Since(t0) > timeout_s) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return code_;
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-  int code_ = -1;
-};
-
-std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded()) out.push_back(std::move(j));
-  }
-  return out;
-}
+using Process = rlvr::testing::TestProcess;
+using rlvr::testing::ReadJsonLines;
 
 // The versions an actor process generated with, in log order.
 std::vector<int64_t> GenerationVersions(const std::string& log) {
