@@ -5,10 +5,39 @@
 #include <functional>
 #include <limits>
 
+#include <omp.h>
+
 #include "common/splitmix.h"
 
 namespace rlvr::policy {
 namespace {
+
+// Decode steps whose largest product (rows x d_model x d_ff multiply-adds)
+// is below this run on the calling thread alone: forking and joining
+// OpenMP's (and OpenBLAS's) workers costs more than such a step. Measured
+// (bench/policy_bench.cc, 2 threads): batch-1 decode of the default model
+// (49K) ran at half the single-thread speed with two threads, while the
+// d_model 512 model at batch 1 (786K) gained 1.5x from the second thread.
+constexpr int64_t kParallelDecodeMacs = int64_t{1} << 19;
+
+// Lowers this thread's OpenMP thread count (which ATen's parallel_for and
+// OpenBLAS's OpenMP build both follow for calls from this thread) to one for
+// its lifetime, when `single` is true. Thread-local: other threads are not
+// affected.
+class SingleThreadScope {
+ public:
+  explicit SingleThreadScope(bool single) : saved_(single ? omp_get_max_threads() : 0) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SingleThreadScope() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SingleThreadScope(const SingleThreadScope&) = delete;
+  SingleThreadScope& operator=(const SingleThreadScope&) = delete;
+
+ private:
+  const int saved_;
+};
 
 
 // Uniform in (0, 1) for (seed, step): row r's stream depends only on its seed.
@@ -182,6 +211,8 @@ std::vector<Sample> Generate(Transformer& model, const std::vector<const std::ve
   torch::Tensor logits = model->ForwardWithPositions(p.tokens, p.positions, torch::Tensor(), &cache);
   logits = logits.select(1, p.max_prompt - 1);
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);  // [B,1]
+  const ModelConfig& c = model->config();
+  SingleThreadScope small_steps(p.batch * c.d_model * c.d_ff < kParallelDecodeMacs);
   for (int64_t step = 0;; ++step) {
     auto [chosen, lp] = Choose(logits, seeds, step, options);
     if (Record(chosen, lp, options, &samples, &done)) break;
