@@ -592,6 +592,8 @@ void ActorImpl::WeightLoop() {
           metrics_.weight_sync_seconds.Observe(SecondsSince(first_chunk));
           installed = true;
         }
+        // The weights are copied into the model: the next version reuses the buffer.
+        if (blob.ok()) assembler.Recycle(*std::move(blob));
       }
       if (!status.ok()) {
         LOG(WARNING) << "discarding weight transfer of version " << chunk.version << ": "

@@ -186,9 +186,15 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
     total_bytes_ = chunk.total_bytes;
     blob_crc32_ = chunk.blob_crc32;  // 0: not sent before the last chunk.
     running_crc32_ = 0;
-    blob_.clear();
-    blob_.reserve(total_bytes_);
-    AdviseHugePages(blob_.data(), blob_.capacity());
+    if (spare_.capacity() >= total_bytes_) {
+      blob_ = std::move(spare_);
+      spare_ = std::string();
+      blob_.clear();  // Keeps the capacity: pages already faulted in.
+    } else {
+      blob_.clear();
+      blob_.reserve(total_bytes_);
+      AdviseHugePages(blob_.data(), blob_.capacity());
+    }
   } else if (chunk.version != version_ || chunk.total_bytes != total_bytes_ ||
              (blob_crc32_ != 0 && chunk.blob_crc32 != 0 && chunk.blob_crc32 != blob_crc32_)) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -209,12 +215,18 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
                                                  chunk.offset, " overruns total ",
                                                  total_bytes_)));
   }
-  // Checksum each piece, then copy it while it is still in cache. A bad
-  // chunk fails the whole transfer, so appending before the check is safe.
+  // Checksum each 64 KiB of a piece, then copy it while it is still in the
+  // L2 cache (a gRPC slice can be megabytes: checksumming it whole first
+  // would read it from memory twice). A bad chunk fails the whole transfer,
+  // so appending before the check is safe.
+  constexpr size_t kBlock = 64 << 10;
   uint32_t crc = 0;
   for (std::string_view piece : data) {
-    crc = Crc32(piece, crc);
-    blob_.append(piece.data(), piece.size());
+    for (size_t at = 0; at < piece.size(); at += kBlock) {
+      std::string_view block = piece.substr(at, kBlock);
+      crc = Crc32(block, crc);
+      blob_.append(block.data(), block.size());
+    }
   }
   if (crc != chunk.chunk_crc32) {
     return Fail(absl::DataLossError(
@@ -246,6 +258,10 @@ absl::StatusOr<std::string> WeightAssembler::TakeBlob() {
   std::string out = std::move(blob_);
   Reset();
   return out;
+}
+
+void WeightAssembler::Recycle(std::string blob) {
+  if (blob.capacity() > spare_.capacity()) spare_ = std::move(blob);
 }
 
 void WeightAssembler::Reset() {

@@ -78,6 +78,13 @@ class WeightAssembler {
   // Hands out the verified blob (only when complete()) and resets.
   absl::StatusOr<std::string> TakeBlob();
 
+  // Gives a blob from TakeBlob back once its contents are no longer needed
+  // (the weights are loaded): the next transfer that fits writes into its
+  // memory instead of a fresh allocation, whose pages the kernel would have
+  // to zero on first touch (a quarter of a 100 MB transfer's CPU time).
+  // Keeps one buffer at most.
+  void Recycle(std::string blob);
+
   // Forgets any partial transfer.
   void Reset();
 
@@ -93,6 +100,7 @@ class WeightAssembler {
   uint32_t blob_crc32_ = 0;
   uint32_t running_crc32_ = 0;
   std::string blob_;
+  std::string spare_;  // A recycled buffer (capacity only), or empty.
 };
 
 }  // namespace rlvr::actor

@@ -86,6 +86,27 @@ TEST(WeightAssemblerTest, BlobCrcOnTheLastChunkOnly) {
   EXPECT_FALSE(d.Add(early.back()).ok());
 }
 
+// A recycled buffer is written into by the next transfer that fits (same
+// memory), which still yields exactly the new blob; a smaller one is kept
+// out of the way.
+TEST(WeightAssemblerTest, RecycledBufferIsReusedForTheNextVersion) {
+  const std::string first = TestBlob();
+  std::string second = first;
+  for (char& c : second) c = static_cast<char>(c ^ 0x5a);
+  WeightAssembler a;
+  for (const auto& c : Chunks(first, 1, 128)) ASSERT_TRUE(a.Add(c).ok());
+  absl::StatusOr<std::string> blob = a.TakeBlob();
+  ASSERT_TRUE(blob.ok());
+  const char* memory = blob->data();
+  a.Recycle(*std::move(blob));
+  a.Recycle(std::string(10, 'x'));  // Smaller: does not replace the spare.
+  for (const auto& c : Chunks(second, 2, 100)) ASSERT_TRUE(a.Add(c).ok());
+  blob = a.TakeBlob();
+  ASSERT_TRUE(blob.ok());
+  EXPECT_EQ(*blob, second);
+  EXPECT_EQ(blob->data(), memory);
+}
+
 TEST(WeightAssemblerTest, RejectsBadChunkCrc) {
   auto chunks = Chunks(TestBlob(), 1, 128);
   chunks[2].mutable_data()->at(5) ^= 1;

@@ -310,17 +310,29 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
 
 // --- Weight fan-out ---------------------------------------------------------
 
-double RunFanout(size_t blob_bytes, int watchers) {
+struct FanoutFigures {
+  double first_s = 0;   // Version 1: every watcher writes into fresh memory.
+  double steady_s = 0;  // Version 2: each watcher reuses its recycled buffer.
+};
+
+// Publishes version 1 and, once every watcher has it, version 2 (both
+// `blob_bytes`); each watcher runs the actor's read path: raw chunks into a
+// WeightAssembler (CRC checks on every chunk and the blob, one copy into the
+// blob), TakeBlob, check, Recycle.
+FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
   WeightPublisher publisher(nullptr);
   GrpcServerOptions so;
   auto started = StartGrpcServer(so, {&publisher});
   if (!started.ok()) std::exit(1);
-  auto blob = std::make_shared<std::string>(blob_bytes, '\0');
-  for (size_t i = 0; i < blob_bytes; i += 64) (*blob)[i] = static_cast<char>(i * 13);
+  std::shared_ptr<std::string> blobs[2];
+  for (int v = 0; v < 2; ++v) {
+    blobs[v] = std::make_shared<std::string>(blob_bytes, '\0');
+    for (size_t i = 0; i < blob_bytes; i += 64) (*blobs[v])[i] = static_cast<char>(i * 13 + v);
+  }
   std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
+  absl::Mutex mu;
+  int received[2] = {0, 0};  // Guarded by mu: watchers that completed version v + 1.
   std::vector<std::thread> threads;
-  std::vector<double> ends(watchers);
   std::atomic<bool> ok{true};
   for (int w = 0; w < watchers; ++w) {
     threads.emplace_back([&, w] {
@@ -332,36 +344,53 @@ double RunFanout(size_t blob_bytes, int watchers) {
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
       grpc::ClientContext ctx;
       rlvr::v1::WatchWeightsRequest req;
-      // The actor's read path: raw chunks into a WeightAssembler (CRC checks
-      // on every chunk and the blob, one copy into the blob).
       auto reader = actor::OpenWeightWatch(channel.get(), &ctx, req);
       actor::WeightAssembler assembler;
       grpc::ByteBuffer wire;
       ready++;
-      while (reader->Read(&wire)) {
+      int got = 0;
+      while (got < 2 && reader->Read(&wire)) {
         if (!assembler.AddWire(wire).ok()) ok = false;
         wire.Clear();
-        if (!ok || assembler.complete()) break;
-      }
-      absl::StatusOr<std::string> received = assembler.TakeBlob();
-      if (!received.ok() || received->size() != blob_bytes) {
-        ok = false;
-      } else if (std::memcmp(received->data(), blob->data(), std::min<size_t>(blob_bytes, 1 << 20)) != 0) {
-        ok = false;
+        if (!ok) break;
+        if (!assembler.complete()) continue;
+        const uint64_t version = assembler.version();
+        absl::StatusOr<std::string> blob = assembler.TakeBlob();
+        const std::string& sent = *blobs[version - 1];
+        if (!blob.ok() || blob->size() != blob_bytes ||
+            std::memcmp(blob->data(), sent.data(), std::min<size_t>(blob_bytes, 1 << 20)) != 0) {
+          ok = false;
+          break;
+        }
+        assembler.Recycle(*std::move(blob));
+        {
+          absl::MutexLock l(&mu);
+          received[version - 1]++;
+        }
+        got = static_cast<int>(version);
       }
       ctx.TryCancel();
     });
   }
   while (ready.load() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   while (publisher.watchers() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto t0 = Clock::now();
-  publisher.Publish(1, blob);
+  FanoutFigures f;
+  for (int v = 0; v < 2; ++v) {
+    auto t0 = Clock::now();
+    publisher.Publish(v + 1, blobs[v]);
+    {
+      // Blocks without spinning: the watchers need both cores.
+      absl::MutexLock l(&mu);
+      auto all = [&] { return received[v] >= watchers || !ok.load(); };
+      mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120));
+    }
+    (v == 0 ? f.first_s : f.steady_s) = Since(t0);
+  }
   for (auto& t : threads) t.join();
-  double s = Since(t0);
   if (!ok) std::fprintf(stderr, "fan-out: a watcher received a bad blob\n");
   publisher.Shutdown();
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  return s;
+  return f;
 }
 
 }  // namespace
@@ -418,20 +447,26 @@ int main(int argc, char** argv) {
   // 2. Weight fan-out.
   if (only == "ingest") return 0;
   const size_t blob_bytes = blob_mb << 20;
-  std::printf("\n[fan-out] one version of %zu MiB, 4 MiB chunks; best of %d\n", blob_mb, reps);
+  std::printf("\n[fan-out] two versions of %zu MiB, 4 MiB chunks; best of %d\n", blob_mb, reps);
+  std::printf("  (first: fresh memory on every watcher; steady: every later version, the\n"
+              "   watcher's buffer recycled as the actor does; raw TCP reuses one buffer)\n");
   RunFanout(8 << 20, 1);  // Warm-up.
   const std::string chunk(4 << 20, 'x');
   for (int w : {1, 4, 8}) {
-    double s = 1e9, raw = 1e9;
+    FanoutFigures best;
+    double raw = 1e9;
     for (int r = 0; r < reps; ++r) {
-      s = std::min(s, RunFanout(blob_bytes, w));
+      FanoutFigures f = RunFanout(blob_bytes, w);
+      if (r == 0 || f.first_s < best.first_s) best.first_s = f.first_s;
+      if (r == 0 || f.steady_s < best.steady_s) best.steady_s = f.steady_s;
       raw = std::min(raw, RawTransfer(chunk, blob_bytes / chunk.size(), w));
     }
     const double total_mb = static_cast<double>(blob_bytes) * w / 1e6;
     std::printf(
-        "  %d watcher(s): %.3f s = %.0f MB/s aggregate | raw TCP copy per watcher: %.3f s = %.0f "
-        "MB/s | ratio %.2f\n",
-        w, s, total_mb / s, raw, total_mb / raw, raw / s);
+        "  %d watcher(s): first %.3f s = %.0f MB/s, steady %.3f s = %.0f MB/s aggregate | raw TCP "
+        "copy per watcher: %.3f s = %.0f MB/s | ratio first %.2f, steady %.2f\n",
+        w, best.first_s, total_mb / best.first_s, best.steady_s, total_mb / best.steady_s, raw,
+        total_mb / raw, raw / best.first_s, raw / best.steady_s);
   }
   return 0;
 }
