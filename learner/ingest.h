@@ -190,6 +190,8 @@ class Ingest {
   void RequeueLocked(const CursorSlot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops a live lease and re-queues its slot.
   void LoseLeaseLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether WaitForUpdate would hand out an update now (the same test).
+  bool UpdateReadyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordClosedLocked(uint64_t lease_id, Closed why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   rlvr::v1::Ack RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason reason,
                              std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
