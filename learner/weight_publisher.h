@@ -60,7 +60,7 @@ class PublishedVersion {
   const std::shared_ptr<const std::string> blob_;
   const size_t chunk_bytes_;
   const size_t num_chunks_;
-  mutable std::unique_ptr<std::once_flag[]> chunk_once_;
+  const std::unique_ptr<std::once_flag[]> chunk_once_;
   mutable std::vector<uint32_t> chunk_crc32_;  // [i] written once, under chunk_once_[i].
   mutable std::once_flag blob_once_;
   mutable uint32_t blob_crc32_ = 0;  // Written once, under blob_once_.

@@ -110,10 +110,10 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
         result.validation_accuracy = accuracy;
         result.reached_stop_accuracy = accuracy >= c.stop_accuracy;
       }
-      const bool last = result.steps == c.steps || result.reached_stop_accuracy;
+      // Every validation check is reported (the stopping one included).
       if (options.on_progress &&
-          ((options.log_every > 0 && result.steps % options.log_every == 0) || last ||
-           accuracy >= 0)) {
+          ((options.log_every > 0 && result.steps % options.log_every == 0) ||
+           result.steps == c.steps || accuracy >= 0)) {
         PretrainProgress progress;
         progress.step = result.steps;
         progress.total_steps = c.steps;
