@@ -11,6 +11,14 @@ namespace rlvr {
 // CRC-32 of `data`, continuing from `crc` (0 to start a new checksum).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
+namespace internal {
+// The implementations Crc32 picks from (the fastest the CPU runs), forced:
+// for tests that compare them on any machine. kVector512 and kVector128 fall
+// back to the next one down where the CPU lacks the instructions.
+enum class Crc32Path { kVector512, kVector128, kZlib };
+uint32_t Crc32Using(Crc32Path path, std::string_view data, uint32_t crc = 0);
+}  // namespace internal
+
 }  // namespace rlvr
 
 #endif  // RLVR_COMMON_CHECKSUM_H_
