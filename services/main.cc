@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/memory_policy.h"
 #include "services/commands.h"
 
 namespace {
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   for (const auto& c : kCommands) {
-    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    rlvr::KeepFreedMemoryForReuse();  // Before any thread starts.
+    return c.run(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "rlvr: unknown command '%s'\n\n", argv[1]);
   PrintHelp();
