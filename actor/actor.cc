@@ -206,7 +206,7 @@ class ActorImpl final : public Actor {
   const int capacity_;
   std::string incarnation_;
 
-  std::unique_ptr<rlvr::v1::SessionService::Stub> session_stub_;
+  std::shared_ptr<grpc::Channel> session_channel_;
   // Weights travel on their own channel (connection) with large HTTP/2
   // windows, so a 4 MiB chunk never queues session messages behind it.
   std::shared_ptr<grpc::Channel> weight_channel_;
@@ -286,7 +286,7 @@ absl::Status ActorImpl::Start() {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(options_.learner_address, creds, args);
-  session_stub_ = rlvr::v1::SessionService::NewStub(channel);
+  session_channel_ = channel;
   grpc::ChannelArguments weight_args = args;
   SetWeightChannelArgs(&weight_args);
   weight_args.SetString("rlvr.channel", "weights");  // Not shared with the session's.
@@ -345,7 +345,7 @@ bool ActorImpl::RunOneSession() {
     session_ctx_ = ctx;
   }
   AttachToken(ctx.get(), options_.auth_token);
-  auto stream = session_stub_->Session(ctx.get());
+  auto stream = OpenSession(session_channel_.get(), ctx.get());
   rlvr::v1::ActorMessage hello_msg;
   rlvr::v1::Hello* hello = hello_msg.mutable_hello();
   hello->set_actor_id(options_.actor_id);
@@ -357,7 +357,8 @@ bool ActorImpl::RunOneSession() {
     hello->set_have_version(std::max(policy_version_.load(), staged_version_));
   }
   rlvr::v1::LearnerMessage msg;
-  bool welcomed = stream->Write(hello_msg) && stream->Read(&msg) && msg.has_welcome();
+  bool welcomed =
+      stream->Write(EncodeActorMessage(hello_msg)) && stream->Read(&msg) && msg.has_welcome();
   if (welcomed && msg.welcome().vocab_size() != 0 &&
       static_cast<int>(msg.welcome().vocab_size()) != vocab_size_) {
     LOG(ERROR) << "learner vocab_size " << msg.welcome().vocab_size() << " != actor's "
@@ -421,7 +422,7 @@ bool ActorImpl::RunOneSession() {
   std::thread writer([&stream, &ctx, outbox] {
     rlvr::v1::ActorMessage out;
     bool ok = true;
-    while (ok && outbox->Pop(&out)) ok = stream->Write(out);
+    while (ok && outbox->Pop(&out)) ok = stream->Write(EncodeActorMessage(out));
     if (ok && outbox->graceful()) {
       stream->WritesDone();
     } else if (!ok) {

@@ -4,8 +4,11 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <string>
+
+#include <glog/logging.h>
 #include <utility>
 
+#include "rlvr/v1/session.grpc.pb.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 
 namespace rlvr::actor {
@@ -70,6 +73,25 @@ std::vector<rlvr::v1::ActorMessage> PackGroups(std::vector<rlvr::v1::RolloutGrou
     size += bytes;
   }
   return out;
+}
+
+std::unique_ptr<SessionStream> OpenSession(grpc::ChannelInterface* channel,
+                                           grpc::ClientContext* context) {
+  static const std::string* const kMethod = new std::string(
+      "/" + std::string(rlvr::v1::SessionService::service_full_name()) + "/Session");
+  const grpc::internal::RpcMethod method(kMethod->c_str(),
+                                         grpc::internal::RpcMethod::BIDI_STREAMING);
+  return std::unique_ptr<SessionStream>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, rlvr::v1::LearnerMessage>::Create(
+          channel, method, context));
+}
+
+grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message) {
+  const size_t size = message.ByteSizeLong();  // The one walk over the varints.
+  grpc::Slice slice(size);
+  uint8_t* end = message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  CHECK_EQ(end, slice.end()) << "ActorMessage changed while being encoded";
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> OpenWeightWatch(

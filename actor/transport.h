@@ -3,6 +3,10 @@
 //  - PackGroups: the finished groups of one generation batch as few
 //    ActorMessages as the learner's limits allow (RolloutBatch when the
 //    learner's Welcome says batch_messages, else one RolloutGroup each);
+//  - OpenSession / EncodeActorMessage: the Session stream with outgoing
+//    messages encoded by the caller into one slice, sizing the message once
+//    (gRPC's own encoder sizes a large message twice, and walking every
+//    packed token varint is the largest user-space cost of sending groups);
 //  - OpenWeightWatch: WatchWeights with the responses left as raw bytes, for
 //    WeightAssembler::AddWire (no WeightChunk parse, one copy per byte);
 //  - SetWeightChannelArgs: HTTP/2 window and frame sizes for the weight
@@ -29,6 +33,18 @@ namespace rlvr::actor {
 // learner rejects it OVERSIZE). Without, one RolloutGroup per message.
 std::vector<rlvr::v1::ActorMessage> PackGroups(std::vector<rlvr::v1::RolloutGroup> groups,
                                                bool batch_messages, uint64_t max_message_bytes);
+
+// The actor's side of SessionService.Session: writes pre-encoded
+// ActorMessages (EncodeActorMessage), reads LearnerMessages.
+using SessionStream = grpc::ClientReaderWriter<grpc::ByteBuffer, rlvr::v1::LearnerMessage>;
+
+// Starts SessionService.Session on `channel`. `context` must outlive the stream.
+std::unique_ptr<SessionStream> OpenSession(grpc::ChannelInterface* channel,
+                                           grpc::ClientContext* context);
+
+// `message` encoded into one slice of exactly its size; the bytes are what
+// the generated stub would send.
+grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message);
 
 // Starts WeightService.WatchWeights on `channel` and returns a reader of the
 // raw WeightChunk messages. `context` must outlive the reader.
