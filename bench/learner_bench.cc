@@ -16,7 +16,7 @@
 // this runs on is shared; slower runs measure the neighbours).
 //
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R]
-//                      [--only ingest|fanout]
+//                      [--only ingest|fanout] [--unbatched 0|1]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -39,6 +39,7 @@
 #include "actor/transport.h"
 #include "actor/weight_assembler.h"
 #include "common/grpc_util.h"
+#include "common/memory_policy.h"
 #include "learner/ingest.h"
 #include "learner/session_service.h"
 #include "learner/weight_publisher.h"
@@ -213,14 +214,13 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
       args.SetInt("rlvr.bench_actor", a);  // A connection per actor.
       auto channel = grpc::CreateCustomChannel(
           "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
-      auto stub = rlvr::v1::SessionService::NewStub(channel);
       grpc::ClientContext ctx;
-      auto stream = stub->Session(&ctx);
+      auto stream = actor::OpenSession(channel.get(), &ctx);
       rlvr::v1::ActorMessage hello;
       hello.mutable_hello()->set_actor_id("bench");
       hello.mutable_hello()->set_capacity(64);
       hello.mutable_hello()->set_batch_messages(batches);
-      stream->Write(hello);
+      stream->Write(actor::EncodeActorMessage(hello));
       rlvr::v1::LearnerMessage welcome;
       if (!stream->Read(&welcome) || !welcome.has_welcome()) std::exit(1);
       absl::Mutex mu;
@@ -257,7 +257,7 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
       std::thread writer([&] {
         rlvr::v1::ActorMessage out;
         while (outbox.Pop(&out)) {
-          if (!stream->Write(out)) break;
+          if (!stream->Write(actor::EncodeActorMessage(out))) break;
         }
       });
       while (true) {
@@ -402,16 +402,20 @@ int main(int argc, char** argv) {
   size_t blob_mb = 100;
   int batch = 16;  // actor.max_batch_prompts' default: groups finished together.
   std::string only;  // "ingest" or "fanout": run one part.
+  bool unbatched = true;  // --unbatched 0 skips the one-group-per-message rows.
   int reps = 3;      // Each figure (and its baseline) is the fastest of this many runs.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--batch") == 0) batch = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+    if (std::strcmp(argv[i], "--unbatched") == 0) unbatched = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
   }
-  std::printf("learner_bench: loopback, %u hardware threads\n",
-              std::thread::hardware_concurrency());
+  // As `rlvr` does for every role (services/main.cc).
+  const bool kept = rlvr::KeepFreedMemoryForReuse();
+  std::printf("learner_bench: loopback, %u hardware threads; allocator keeps freed memory: %s\n",
+              std::thread::hardware_concurrency(), kept ? "yes" : "no (GLIBC_TUNABLES set)");
 
   // 1. Ingest.
   if (only != "fanout") {
@@ -420,6 +424,7 @@ int main(int argc, char** argv) {
                 kGroupSize, kTokens, group_bytes.size(), reps);
     RunIngest(200, 1, batch);  // Warm-up.
     for (int b : {1, batch}) {
+      if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
                                     : "RolloutBatch of up to --batch groups (the actor's path):");
       for (int actors : {1, 4}) {
