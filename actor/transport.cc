@@ -8,6 +8,7 @@
 #include <glog/logging.h>
 #include <utility>
 
+#include "actor/rollout_wire.h"
 #include "rlvr/v1/session.grpc.pb.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 
@@ -87,6 +88,13 @@ std::unique_ptr<SessionStream> OpenSession(grpc::ChannelInterface* channel,
 }
 
 grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message) {
+  thread_local RolloutWire wire;
+  if (wire.Plan(message)) {
+    grpc::Slice slice(wire.size());
+    uint8_t* end = wire.Write(message, const_cast<uint8_t*>(slice.begin()));
+    CHECK_EQ(end, slice.end()) << "rollout message changed while being encoded";
+    return grpc::ByteBuffer(&slice, 1);
+  }
   const size_t size = message.ByteSizeLong();  // The one walk over the varints.
   grpc::Slice slice(size);
   uint8_t* end = message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));

@@ -4,9 +4,10 @@
 //    ActorMessages as the learner's limits allow (RolloutBatch when the
 //    learner's Welcome says batch_messages, else one RolloutGroup each);
 //  - OpenSession / EncodeActorMessage: the Session stream with outgoing
-//    messages encoded by the caller into one slice, sizing the message once
+//    messages encoded by the caller into one slice: rollout messages by
+//    RolloutWire (actor/rollout_wire.h), others by protobuf, sized once
 //    (gRPC's own encoder sizes a large message twice, and walking every
-//    packed token varint is the largest user-space cost of sending groups);
+//    packed token varint was the largest user-space cost of sending groups);
 //  - OpenWeightWatch: WatchWeights with the responses left as raw bytes, for
 //    WeightAssembler::AddWire (no WeightChunk parse, one copy per byte);
 //  - SetWeightChannelArgs: HTTP/2 window and frame sizes for the weight
