@@ -43,9 +43,9 @@ ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
     // Branch-free scans first (the common, valid case); the offending
     // position is searched for only when a scan failed.
     const int* ids = comp.token_ids().data();
-    bool ids_ok = true;
-    for (int t = 0; t < n; ++t) ids_ok &= static_cast<unsigned>(ids[t]) < vocab;
-    if (!ids_ok) {
+    unsigned bad_ids = 0;  // An integer OR-reduction: one the compiler vectorises.
+    for (int t = 0; t < n; ++t) bad_ids |= static_cast<unsigned>(ids[t]) >= vocab;
+    if (bad_ids != 0) {
       for (int t = 0; t < n; ++t) {
         const int id = ids[t];
         if (id < 0 || id >= expect.vocab_size) {
@@ -57,11 +57,13 @@ ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
     }
     // Finite and <= 0: NaN fails both comparisons, +Inf the first, -Inf the second.
     const float* lps = comp.behaviour_logprobs().data();
-    bool lps_ok = true;
+    unsigned bad_lps = 0;
     for (int t = 0; t < n; ++t) {
-      lps_ok &= (lps[t] <= 0.0f) & (lps[t] >= -std::numeric_limits<float>::max());
+      const float lp = lps[t];
+      bad_lps |= static_cast<unsigned>(!(lp <= 0.0f)) |
+                 static_cast<unsigned>(!(lp >= -std::numeric_limits<float>::max()));
     }
-    if (!lps_ok) {
+    if (bad_lps != 0) {
       for (int t = 0; t < n; ++t) {
         const float lp = lps[t];
         if (!std::isfinite(lp) || lp > 0.0f) {
