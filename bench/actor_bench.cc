@@ -20,6 +20,7 @@
 #include "actor/testing/fake_learner.h"
 #include "common/flags.h"
 #include "common/logging.h"
+#include "common/memory_policy.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
 #include "common/policy/weights.h"
@@ -146,4 +147,7 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Main(argc, argv); }
+int main(int argc, char** argv) {
+  rlvr::KeepFreedMemoryForReuse();  // As `rlvr` does for every role.
+  return Main(argc, argv);
+}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_groups.h"
+#include "common/memory_policy.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/run_config.h"
@@ -40,6 +41,7 @@ using rlvr::bench::Seconds;
 }  // namespace
 
 int main(int argc, char** argv) {
+  rlvr::KeepFreedMemoryForReuse();  // As `rlvr` does for every role.
   const int iterations = argc > 1 ? std::max(3, std::atoi(argv[1])) : 10;
   const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
   torch::set_num_threads(threads);

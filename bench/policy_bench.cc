@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/memory_policy.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
 
@@ -85,6 +86,7 @@ double DecodeTokensPerSecond(rlvr::policy::Transformer& model, int batch, int ne
 }  // namespace
 
 int main(int argc, char** argv) {
+  rlvr::KeepFreedMemoryForReuse();  // As `rlvr` does for every role.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool quick = false;
   bool decode_only = false;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_groups.h"
+#include "common/memory_policy.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/run_config.h"
@@ -91,6 +92,7 @@ class BareLoop {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rlvr::KeepFreedMemoryForReuse();  // As `rlvr` does for every role.
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 10;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
   rlvr::RunConfig config;  // Defaults: the embedded job's model and batching.
