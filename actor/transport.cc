@@ -4,9 +4,9 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <string>
+#include <utility>
 
 #include <glog/logging.h>
-#include <utility>
 
 #include "actor/rollout_wire.h"
 #include "rlvr/v1/session.grpc.pb.h"
