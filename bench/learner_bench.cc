@@ -204,6 +204,7 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
       auto groups = ingest.WaitForUpdate([&] { return stop.load(); });
       if (!groups.ok()) break;
       ingest.CompleteUpdate(*groups);
+      ingest.RecycleGroups(*std::move(groups));  // As the learner's loop does.
     }
   });
 

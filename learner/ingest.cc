@@ -366,14 +366,25 @@ rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGrou
         TrainingGroup tg;
         tg.slot = lease.slot;
         Group& g = tg.group;
-        g.prompt_id = p.id;
+        if (!spare_groups_.empty()) {
+          g = std::move(spare_groups_.back());
+          spare_groups_.pop_back();
+        }
+        // Every field is assigned: a recycled group keeps only capacity.
+        static_assert(sizeof(Group) == sizeof(std::string) + 3 * sizeof(uint64_t) +
+                                           2 * sizeof(std::vector<int>),
+                      "a field was added to Group: assign it here");
+        static_assert(sizeof(Rollout) == 2 * sizeof(std::vector<int>) + sizeof(double),
+                      "a field was added to Rollout: assign it here");
+        g.prompt_id.assign(p.id);
         g.prompt_index = lease.slot.prompt_index;
         g.lease_id = id;
-        g.prompt = p.tokens;
+        g.prompt.assign(p.tokens.begin(), p.tokens.end());
         g.policy_version = v;
-        g.rollouts.reserve(group.completions_size());
-        for (const auto& c : group.completions()) {
-          Rollout& r = g.rollouts.emplace_back();
+        g.rollouts.resize(static_cast<size_t>(group.completions_size()));
+        for (int i = 0; i < group.completions_size(); ++i) {
+          const rlvr::v1::Completion& c = group.completions(i);
+          Rollout& r = g.rollouts[static_cast<size_t>(i)];
           r.tokens.assign(c.token_ids().begin(), c.token_ids().end());
           r.behaviour_logprobs.assign(c.behaviour_logprobs().begin(),
                                       c.behaviour_logprobs().end());
@@ -526,6 +537,19 @@ absl::StatusOr<std::vector<TrainingGroup>> Ingest::WaitForUpdate(
 void Ingest::CompleteUpdate(const std::vector<TrainingGroup>& groups) {
   absl::MutexLock l(&mu_);
   for (const TrainingGroup& g : groups) cursor_.MarkTrained(g.slot);
+}
+
+void Ingest::RecycleGroups(std::vector<TrainingGroup>&& groups) {
+  const size_t keep =
+      static_cast<size_t>(options_.buffer_groups) + static_cast<size_t>(options_.groups_per_update);
+  {
+    absl::MutexLock l(&mu_);
+    for (TrainingGroup& g : groups) {
+      if (spare_groups_.size() >= keep) break;
+      spare_groups_.push_back(std::move(g.group));
+    }
+  }
+  groups.clear();  // What did not fit is freed here, outside the lock.
 }
 
 void Ingest::Publish(uint64_t version) {

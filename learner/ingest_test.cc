@@ -80,6 +80,70 @@ TEST(IngestTest, NoLeasesBeforeFirstPublishThenCreditsBoundGrants) {
   EXPECT_EQ(f.metrics.leases_outstanding->Value(), 4);
 }
 
+// RecycleGroups: the next accepted groups are written into the recycled
+// groups' memory, and nothing of their old contents survives.
+TEST(IngestTest, RecycledGroupsAreReusedWithNothingLeftOver) {
+  Fixture f(Options(1, 4, 2), 6);
+  f.ingest.Publish(1);
+  uint64_t s = *f.ingest.OpenSession(2);
+  auto submit = [&](const WorkLease& l, uint64_t version, int tokens, float reward) {
+    RolloutGroup g;
+    g.set_lease_id(l.lease_id());
+    g.set_prompt_id(l.prompt_id());
+    g.set_policy_version(version);
+    for (int i = 0; i < 2; ++i) {
+      auto* c = g.add_completions();
+      for (int t = 0; t + 1 < tokens; ++t) {
+        c->add_token_ids(5 + t);
+        c->add_behaviour_logprobs(-0.25f * static_cast<float>(t + 1));
+      }
+      c->add_token_ids(2);
+      c->add_behaviour_logprobs(-0.5f);
+      c->set_reward(i == 0 ? reward : 0.0f);
+    }
+    Ack ack = f.ingest.Submit(s, g, 100);
+    ASSERT_TRUE(ack.accepted()) << ack.detail();
+  };
+
+  // Round 1: four-token completions.
+  for (const WorkLease& l : f.ingest.Grant(s)) submit(l, 1, 4, 1.0f);
+  auto first = f.ingest.WaitForUpdate(nullptr);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 2u);
+  f.ingest.CompleteUpdate(*first);
+  f.ingest.RecycleGroups(*std::move(first));
+  f.ingest.Publish(2);
+
+  // Round 2: one-token completions, other prompts, version and rewards.
+  std::map<uint64_t, WorkLease> by_lease;
+  for (const WorkLease& l : f.ingest.Grant(s)) {
+    by_lease[l.lease_id()] = l;
+    submit(l, 2, 1, 0.5f);
+  }
+  auto second = f.ingest.WaitForUpdate(nullptr);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->size(), 2u);
+  int reused = 0;
+  for (const TrainingGroup& tg : *second) {
+    const Group& g = tg.group;
+    ASSERT_TRUE(by_lease.count(g.lease_id));
+    const WorkLease& l = by_lease[g.lease_id];
+    EXPECT_EQ(g.prompt_id, l.prompt_id());
+    EXPECT_EQ(g.prompt, std::vector<int>(l.prompt_token_ids().begin(), l.prompt_token_ids().end()));
+    EXPECT_EQ(g.policy_version, 2u);
+    ASSERT_EQ(g.rollouts.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(g.rollouts[i].tokens, std::vector<int>({2}));
+      EXPECT_EQ(g.rollouts[i].behaviour_logprobs, std::vector<float>({-0.5f}));
+      EXPECT_EQ(g.rollouts[i].reward, i == 0 ? 0.5 : 0.0);
+      // A fresh vector holding one id has room for one; a recycled one keeps
+      // the four of round 1.
+      reused += g.rollouts[i].tokens.capacity() >= 4 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(reused, 4) << "every rollout should have been written into a recycled buffer";
+}
+
 TEST(IngestTest, MaxSessionsAndCapacityChecked) {
   Fixture f(Options(1, 4, 2));
   EXPECT_EQ(f.ingest.OpenSession(0).status().code(), absl::StatusCode::kInvalidArgument);

@@ -406,6 +406,7 @@ absl::Status RankZero::TrainLoop() {
               << r.step_seconds << " s)" << (heldout >= 0 ? " heldout " : "")
               << (heldout >= 0 ? absl::StrCat(heldout) : "");
     if (every_ckpt > 0 && r.step % every_ckpt == 0) RETURN_IF_ERROR(Checkpoint());
+    ingest_->RecycleGroups(std::move(*taken));  // Nothing reads them any more.
   }
   return absl::OkStatus();
 }
