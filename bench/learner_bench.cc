@@ -47,6 +47,10 @@
 namespace rlvr::learner {
 namespace {
 
+// Rejected groups and bad blobs: the run is not a valid measurement, and
+// main exits non-zero (the suite's smoke run relies on it).
+std::atomic<int> g_failures{0};
+
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -236,7 +240,10 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
       std::deque<rlvr::v1::WorkLease> leases;
       bool done = false;
       auto count_ack = [&](const rlvr::v1::Ack& ack) {
-        if (!ack.accepted()) std::fprintf(stderr, "rejected: %s\n", ack.detail().c_str());
+        if (!ack.accepted()) {
+          std::fprintf(stderr, "rejected: %s\n", ack.detail().c_str());
+          g_failures++;
+        }
         if (++acked >= total_groups) {
           absl::MutexLock l(&mu);
           done = true;
@@ -391,12 +398,18 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
       // Blocks without spinning: the watchers need both cores.
       absl::MutexLock l(&mu);
       auto all = [&] { return received[v] >= watchers || !ok.load(); };
-      mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120));
+      if (!mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(120))) {
+        std::fprintf(stderr, "fan-out: version %d did not reach every watcher in 120 s\n", v + 1);
+        g_failures++;
+      }
     }
     (v == 0 ? f.first_s : f.steady_s) = Since(t0);
   }
   for (auto& t : threads) t.join();
-  if (!ok) std::fprintf(stderr, "fan-out: a watcher received a bad blob\n");
+  if (!ok) {
+    std::fprintf(stderr, "fan-out: a watcher received a bad blob\n");
+    g_failures++;
+  }
   publisher.Shutdown();
   started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return f;
@@ -459,7 +472,7 @@ int main(int argc, char** argv) {
   }
 
   // 2. Weight fan-out.
-  if (only == "ingest") return 0;
+  if (only == "ingest") return g_failures.load() == 0 ? 0 : 1;
   const size_t blob_bytes = blob_mb << 20;
   std::printf("\n[fan-out] two versions of %zu MiB, 4 MiB chunks; best of %d\n", blob_mb, reps);
   std::printf("  (first: fresh memory on every watcher; steady: every later version, the\n"
@@ -486,6 +499,10 @@ int main(int argc, char** argv) {
         "copy per watcher: %.3f s = %.0f MB/s | ratio first %.2f, steady %.2f\n",
         w, best.first_s, total_mb / best.first_s, best.steady_s, total_mb / best.steady_s, raw,
         total_mb / raw, raw / best.first_s, raw / best.steady_s);
+  }
+  if (g_failures.load() != 0) {
+    std::fprintf(stderr, "learner_bench: %d failures (see above)\n", g_failures.load());
+    return 1;
   }
   return 0;
 }
