@@ -562,6 +562,18 @@ void ActorImpl::UpdateHealth() {
 
 void ActorImpl::WeightLoop() {
   int failures = 0;
+  // One assembler for the actor's lifetime: the buffer of each version is
+  // reused by the next, across reconnects too. Its first buffer is faulted in
+  // now, while there are no weights to wait for anyway, so that the first
+  // version is received as fast as the later ones.
+  WeightAssembler assembler;
+  try {
+    torch::NoGradGuard no_grad;
+    policy::Transformer probe(options_.model, vocab_size_);
+    assembler.Reserve(policy::WeightsBlobBytes(probe));
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "could not size the weight buffer: " << e.what();
+  }
   while (true) {
     auto ctx = std::make_shared<grpc::ClientContext>();
     rlvr::v1::WatchWeightsRequest request;
@@ -576,7 +588,7 @@ void ActorImpl::WeightLoop() {
     // Chunks stay raw bytes: the assembler copies their data straight from
     // gRPC's slices into the blob (no WeightChunk parse copy).
     auto reader = OpenWeightWatch(weight_channel_.get(), ctx.get(), request);
-    WeightAssembler assembler;
+    assembler.Reset();  // A transfer cut off with the previous stream starts over.
     grpc::ByteBuffer wire;
     WeightChunkHeader chunk;
     Clock::time_point first_chunk;

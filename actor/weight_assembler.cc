@@ -264,6 +264,16 @@ void WeightAssembler::Recycle(std::string blob) {
   if (blob.capacity() > spare_.capacity()) spare_ = std::move(blob);
 }
 
+void WeightAssembler::Reserve(uint64_t bytes) {
+  if (bytes == 0 || bytes > max_total_bytes_ || spare_.capacity() >= bytes) return;
+  std::string buffer;
+  buffer.reserve(bytes);
+  AdviseHugePages(buffer.data(), buffer.capacity());
+  buffer.resize(bytes);  // Writes every page: the faults happen here.
+  buffer.clear();        // Keeps the capacity.
+  spare_ = std::move(buffer);
+}
+
 void WeightAssembler::Reset() {
   started_ = false;
   complete_ = false;

@@ -85,7 +85,15 @@ class WeightAssembler {
   // Keeps one buffer at most.
   void Recycle(std::string blob);
 
-  // Forgets any partial transfer.
+  // Allocates a buffer for transfers of up to `bytes` and faults its pages in
+  // now, so that the first version too lands in memory that exists rather
+  // than in fresh pages the kernel zeroes during the transfer. The actor
+  // calls it once at start, with its model's blob size, while it waits for
+  // weights anyway. No-op if a buffer that large is already kept or `bytes`
+  // is 0 or above the assembler's limit.
+  void Reserve(uint64_t bytes);
+
+  // Forgets any partial transfer (the kept buffers stay).
   void Reset();
 
  private:

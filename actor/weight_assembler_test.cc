@@ -107,6 +107,23 @@ TEST(WeightAssemblerTest, RecycledBufferIsReusedForTheNextVersion) {
   EXPECT_EQ(blob->data(), memory);
 }
 
+TEST(WeightAssemblerTest, ReservedBufferReceivesTheFirstVersion) {
+  const std::string blob = TestBlob();
+  auto chunks = Chunks(blob, 1, 128);
+  WeightAssembler a(/*max_total_bytes=*/uint64_t{64} << 20);
+  a.Reserve(uint64_t{128} << 20);  // Above the limit: ignored.
+  a.Reserve(1 << 20);
+  // A transfer cut off and started over (a broken stream) still uses it.
+  ASSERT_TRUE(a.Add(chunks[0]).ok());
+  a.Reset();
+  for (const auto& c : chunks) ASSERT_TRUE(a.Add(c).ok());
+  absl::StatusOr<std::string> out = a.TakeBlob();
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, blob);
+  // A buffer allocated for this transfer would hold blob.size() bytes.
+  EXPECT_GE(out->capacity(), size_t{1} << 20);
+}
+
 TEST(WeightAssemblerTest, RejectsBadChunkCrc) {
   auto chunks = Chunks(TestBlob(), 1, 128);
   chunks[2].mutable_data()->at(5) ^= 1;

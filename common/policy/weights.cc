@@ -110,6 +110,17 @@ std::string SerializeWeights(Transformer& model, uint64_t version) {
   return out;
 }
 
+uint64_t WeightsBlobBytes(Transformer& model) {
+  // The layout written by SerializeWeights: header, then per tensor its name
+  // length, name, dtype, rank, dims, data length and data; CRC last.
+  uint64_t bytes = kHeaderBytes + 4;
+  for (const auto& p : model->named_parameters(/*recurse=*/true)) {
+    bytes += 4 + p.key().size() + 1 + 4 + 8 * static_cast<uint64_t>(p.value().dim()) + 8 +
+             p.value().nbytes();
+  }
+  return bytes;
+}
+
 absl::StatusOr<uint64_t> PeekWeightsVersion(absl::string_view blob) {
   uint64_t version = 0;
   absl::Status s = CheckHeader(blob, &version);

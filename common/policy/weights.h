@@ -28,6 +28,9 @@ class Transformer;  // model.h
 // The blob of `model`'s parameters tagged with `version`.
 std::string SerializeWeights(Transformer& model, uint64_t version);
 
+// Size of SerializeWeights(model, v) in bytes, without serializing.
+uint64_t WeightsBlobBytes(Transformer& model);
+
 // Validates everything (magic, format version, length, checksum, the exact
 // set of names, dtypes and shapes) before touching the model; on any error
 // returns InvalidArgument/DataLoss with a clear message and the model is

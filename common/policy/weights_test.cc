@@ -62,6 +62,7 @@ TEST(WeightsTest, RoundTripIsBitExact) {
   }
   EXPECT_EQ(SerializeWeights(b, 42), blob);
   EXPECT_TRUE(LoadWeights(blob, b, nullptr).ok());
+  EXPECT_EQ(WeightsBlobBytes(a), blob.size());  // Known without serializing.
 }
 
 struct Corruption {
