@@ -2,34 +2,32 @@
 
 #include <cstring>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 namespace rlvr::actor {
 namespace {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "packed floats are copied as they lie in memory");
 
-// Wire types.
-constexpr uint32_t kVarint = 0;
-constexpr uint32_t kFixed64 = 1;
-constexpr uint32_t kLen = 2;
-constexpr uint32_t kFixed32 = 5;
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::internal::WireFormatLite;
 
-size_t VarintBytes(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
-}
+constexpr WireFormatLite::WireType kVarint = WireFormatLite::WIRETYPE_VARINT;
+constexpr WireFormatLite::WireType kFixed64 = WireFormatLite::WIRETYPE_FIXED64;
+constexpr WireFormatLite::WireType kLen = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+constexpr WireFormatLite::WireType kFixed32 = WireFormatLite::WIRETYPE_FIXED32;
+
+size_t VarintBytes(uint64_t v) { return CodedOutputStream::VarintSize64(v); }
 
 uint8_t* PutVarint(uint64_t v, uint8_t* out) {
-  for (; v >= 0x80; v >>= 7) *out++ = static_cast<uint8_t>(v | 0x80);
-  *out++ = static_cast<uint8_t>(v);
-  return out;
+  return CodedOutputStream::WriteVarint64ToArray(v, out);
 }
 
-// Field tags here are all below 16: one byte.
-uint8_t* PutTag(uint32_t field, uint32_t wire_type, uint8_t* out) {
-  *out++ = static_cast<uint8_t>(field << 3 | wire_type);
-  return out;
+// Field tags here are all below 16: one byte each, counted as such below.
+uint8_t* PutTag(int field, WireFormatLite::WireType wire_type, uint8_t* out) {
+  return CodedOutputStream::WriteTagToArray(WireFormatLite::MakeTag(field, wire_type), out);
 }
 
 // A length-delimited field's tag and length prefix, bytes.
@@ -161,7 +159,7 @@ bool RolloutWire::Plan(const rlvr::v1::ActorMessage& message) {
 
 uint8_t* RolloutWire::Write(const rlvr::v1::ActorMessage& message, uint8_t* out) const {
   size_t next = 0;  // Index into sizes_.
-  auto write_group = [&](const rlvr::v1::RolloutGroup& g, uint32_t field, uint8_t* p) {
+  auto write_group = [&](const rlvr::v1::RolloutGroup& g, int field, uint8_t* p) {
     p = PutTag(field, kLen, p);
     p = PutVarint(sizes_[next++], p);
     if (g.lease_id() != 0) p = PutVarint(g.lease_id(), PutTag(1, kVarint, p));

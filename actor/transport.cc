@@ -89,15 +89,12 @@ std::unique_ptr<SessionStream> OpenSession(grpc::ChannelInterface* channel,
 
 grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message) {
   thread_local RolloutWire wire;
-  if (wire.Plan(message)) {
-    grpc::Slice slice(wire.size());
-    uint8_t* end = wire.Write(message, const_cast<uint8_t*>(slice.begin()));
-    CHECK_EQ(end, slice.end()) << "rollout message changed while being encoded";
-    return grpc::ByteBuffer(&slice, 1);
-  }
-  const size_t size = message.ByteSizeLong();  // The one walk over the varints.
-  grpc::Slice slice(size);
-  uint8_t* end = message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(slice.begin()));
+  const bool direct = wire.Plan(message);
+  // Protobuf's way sizes the message once here (the one walk over the varints).
+  grpc::Slice slice(direct ? wire.size() : message.ByteSizeLong());
+  auto* begin = const_cast<uint8_t*>(slice.begin());
+  uint8_t* end = direct ? wire.Write(message, begin)
+                        : message.SerializeWithCachedSizesToArray(begin);
   CHECK_EQ(end, slice.end()) << "ActorMessage changed while being encoded";
   return grpc::ByteBuffer(&slice, 1);
 }
