@@ -105,11 +105,12 @@ class LearnerIntegrationTest : public ::testing::Test {
     return c;
   }
   size_t MetricsLines() { return ReadJsonLines((dir_ / "metrics.jsonl").string()).size(); }
-  bool WaitFor(const std::function<bool()>& cond, double timeout_s) {
+  bool WaitFor(const std::function<bool()>& cond, double timeout_s,
+               std::chrono::milliseconds poll = std::chrono::milliseconds(50)) {
     auto t0 = Clock::now();
     while (std::chrono::duration<double>(Clock::now() - t0).count() < timeout_s) {
       if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(poll);
     }
     return false;
   }
@@ -142,7 +143,9 @@ class LearnerIntegrationTest : public ::testing::Test {
 TEST_F(LearnerIntegrationTest, TwoActorsTrainAndVersionAdvancesOnEveryActor) {
   // Training this tiny model takes milliseconds, so the first actor to
   // connect would do it all: hold actor a (frozen, leases unanswered) until
-  // actor b has a session too, then let both work.
+  // actor b has a session too, then let both work. Alone, actor a runs all
+  // 10 updates in ~50 ms after its session opens, so its session is watched
+  // for every millisecond: polled every 50 ms, it sometimes finished first.
   auto learner = StartLearner(10);
   int port = WaitForPort(*learner);
   ASSERT_GT(port, 0);
@@ -150,7 +153,8 @@ TEST_F(LearnerIntegrationTest, TwoActorsTrainAndVersionAdvancesOnEveryActor) {
     return learner->Log().find("actor " + name + " (") != std::string::npos;
   };
   auto a = StartActor(port, "actor-a");
-  ASSERT_TRUE(WaitFor([&] { return has_session("actor-a"); }, 60)) << learner->Log();
+  ASSERT_TRUE(WaitFor([&] { return has_session("actor-a"); }, 60, std::chrono::milliseconds(1)))
+      << learner->Log();
   a->Signal(SIGSTOP);
   auto b = StartActor(port, "actor-b");
   ASSERT_TRUE(WaitFor([&] { return has_session("actor-b"); }, 60)) << learner->Log();
