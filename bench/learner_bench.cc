@@ -15,7 +15,7 @@
 // Each figure and its baseline is the fastest of --reps runs (the machine
 // this runs on is shared; slower runs measure the neighbours).
 //
-// usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R]
+// usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
 //                      [--only ingest|fanout] [--unbatched 0|1]
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -434,6 +434,7 @@ int main(int argc, char** argv) {
   std::string only;  // "ingest" or "fanout": run one part.
   bool unbatched = true;  // --unbatched 0 skips the one-group-per-message rows.
   int reps = 3;      // Each figure (and its baseline) is the fastest of this many runs.
+  int streams = 0;   // --streams N: only the N-stream ingest rows (0: 1 and 4).
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -441,6 +442,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
     if (std::strcmp(argv[i], "--unbatched") == 0) unbatched = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--streams") == 0) streams = std::max(0, std::atoi(argv[i + 1]));
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
@@ -457,7 +459,7 @@ int main(int argc, char** argv) {
       if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
                                     : "RolloutBatch of up to --batch groups (the actor's path):");
-      for (int actors : {1, 4}) {
+      for (int actors : streams != 0 ? std::vector<int>{streams} : std::vector<int>{1, 4}) {
         // Fastest of `reps` runs on each side: on a shared machine the
         // slower runs measure the neighbours.
         IngestFigures f;

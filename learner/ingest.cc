@@ -385,9 +385,12 @@ rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGrou
         for (int i = 0; i < group.completions_size(); ++i) {
           const rlvr::v1::Completion& c = group.completions(i);
           Rollout& r = g.rollouts[static_cast<size_t>(i)];
-          r.tokens.assign(c.token_ids().begin(), c.token_ids().end());
-          r.behaviour_logprobs.assign(c.behaviour_logprobs().begin(),
-                                      c.behaviour_logprobs().end());
+          // Through pointers: protobuf's repeated-field iterators are not
+          // raw pointers, and assign() would copy them one element at a time.
+          const auto& ids = c.token_ids();
+          const auto& logprobs = c.behaviour_logprobs();
+          r.tokens.assign(ids.data(), ids.data() + ids.size());
+          r.behaviour_logprobs.assign(logprobs.data(), logprobs.data() + logprobs.size());
           r.reward = c.reward();
         }
         if (SyncMode()) {
