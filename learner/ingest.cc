@@ -7,23 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "learner/rollout_decoder.h"
 #include "learner/rollout_validation.h"
 
 namespace rlvr::learner {
 namespace {
 constexpr size_t kClosedHistory = 1 << 17;
 
-// Estimated memory of a buffered group; the two overloads agree for a Group
-// built from a RolloutGroup (buffer_bytes accounting adds one, subtracts the
-// other).
-int64_t GroupBytes(const rlvr::v1::RolloutGroup& group) {
-  int64_t bytes = 64;
-  for (const auto& c : group.completions()) {
-    bytes += 32 + 4 * static_cast<int64_t>(c.token_ids_size()) +
-             4 * static_cast<int64_t>(c.behaviour_logprobs_size());
-  }
-  return bytes;
-}
+// Estimated memory of a buffered group (buffer_bytes accounting).
 int64_t GroupBytes(const Group& group) {
   int64_t bytes = 64;
   for (const Rollout& r : group.rollouts) {
@@ -252,47 +243,65 @@ rlvr::v1::Ack Ingest::RejectLocked(uint64_t lease_id, rlvr::v1::RejectReason rea
   return ack;
 }
 
+void Ingest::SubmitReceived(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
+                            google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
+  SubmitAll(session, groups, count, /*refill=*/true, acks);
+}
+
 rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
                              size_t message_bytes) {
-  rlvr::v1::Ack ack;
-  bool wake = false;
-  {
-    absl::MutexLock l(&mu_);
-    ack = SubmitLocked(session, group, message_bytes, &wake);
-    UpdateGaugesLocked();
-  }
-  if (wake) Wake();
-  return ack;
+  std::vector<ReceivedGroup> received(1);
+  ConvertRolloutGroup(group, options_.group_size, message_bytes, &received[0]);
+  google::protobuf::RepeatedPtrField<rlvr::v1::Ack> acks;
+  SubmitAll(session, &received, 1, /*refill=*/false, &acks);
+  return std::move(acks[0]);
 }
 
 void Ingest::SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
                          google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
+  std::vector<ReceivedGroup> received(static_cast<size_t>(batch.groups_size()));
+  for (int i = 0; i < batch.groups_size(); ++i) {
+    const rlvr::v1::RolloutGroup& group = batch.groups(i);
+    ConvertRolloutGroup(group, options_.group_size,
+                        MessageBytesForLimit(group, options_.max_message_bytes),
+                        &received[static_cast<size_t>(i)]);
+  }
+  SubmitAll(session, &received, received.size(), /*refill=*/false, acks);
+}
+
+void Ingest::SubmitAll(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
+                       bool refill, google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
-    acks->Reserve(acks->size() + batch.groups_size());
-    for (const rlvr::v1::RolloutGroup& group : batch.groups()) {
-      const size_t bytes = MessageBytesForLimit(group, options_.max_message_bytes);
-      *acks->Add() = SubmitLocked(session, group, bytes, &wake);
+    acks->Reserve(acks->size() + static_cast<int>(count));
+    for (size_t i = 0; i < count; ++i) {
+      ReceivedGroup& group = (*groups)[i];
+      rlvr::v1::Ack* ack = acks->Add();
+      *ack = SubmitLocked(session, &group, &wake);
+      if (refill && ack->accepted() && !spare_groups_.empty()) {
+        group.group = std::move(spare_groups_.back());
+        spare_groups_.pop_back();
+      }
     }
     UpdateGaugesLocked();
   }
   if (wake) Wake();
 }
 
-rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
-                                   size_t message_bytes, bool* wake_out) {
+rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, ReceivedGroup* received, bool* wake_out) {
   rlvr::v1::Ack ack;
   bool& wake = *wake_out;
+  const size_t message_bytes = received->message_bytes;
   {
-    const uint64_t id = group.lease_id();
+    const uint64_t id = received->group.lease_id;
     auto it = leases_.find(id);
     const bool live = it != leases_.end() && it->second.session == session;
     if (stopped_) {
       if (live) LoseLeaseLocked(id, Closed::kLost);
       return RejectLocked(id, rlvr::v1::REJECT_REASON_UNAVAILABLE, "learner is shutting down");
     }
-    const int64_t group_bytes = GroupBytes(group);
+    const int64_t group_bytes = GroupBytes(received->group);
     if (!TakeRateTokenLocked(session)) {
       if (live) {
         LoseLeaseLocked(id, Closed::kLost);
@@ -325,14 +334,14 @@ rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGrou
       const Lease lease = it->second;
       const LeasePrompt& p = prompts_[lease.slot.prompt_index];
       const uint64_t lag = options_.max_policy_lag;
-      const uint64_t v = group.policy_version();
+      const uint64_t v = received->group.policy_version;
       ValidationResult vr;
       if (absl::Now() > lease.deadline) {
         LoseLeaseLocked(id, Closed::kExpired);
         ack = RejectLocked(id, rlvr::v1::REJECT_REASON_EXPIRED_LEASE,
                            absl::StrCat("lease ", id, " deadline passed"));
         wake = true;
-      } else if (vr = ValidateGroupContent(group, GroupExpectations{p.id, options_.group_size,
+      } else if (vr = ValidateGroupContent(*received, GroupExpectations{p.id, options_.group_size,
                                                                      options_.sampling.max_new_tokens,
                                                                      options_.vocab_size});
                  !vr.ok()) {
@@ -365,34 +374,16 @@ rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, const rlvr::v1::RolloutGrou
         RecordClosedLocked(id, Closed::kAccepted);
         TrainingGroup tg;
         tg.slot = lease.slot;
-        Group& g = tg.group;
-        if (!spare_groups_.empty()) {
-          g = std::move(spare_groups_.back());
-          spare_groups_.pop_back();
-        }
-        // Every field is assigned: a recycled group keeps only capacity.
+        // The received Group moves on; its wire fields (lease_id, prompt_id,
+        // equal to the lease's, policy_version, rollouts) were all set by
+        // the decoder or the conversion. The rest comes from the lease.
         static_assert(sizeof(Group) == sizeof(std::string) + 3 * sizeof(uint64_t) +
                                            2 * sizeof(std::vector<int>),
-                      "a field was added to Group: assign it here");
-        static_assert(sizeof(Rollout) == 2 * sizeof(std::vector<int>) + sizeof(double),
-                      "a field was added to Rollout: assign it here");
-        g.prompt_id.assign(p.id);
+                      "a field was added to Group: set it here or in the decoder");
+        tg.group = std::move(received->group);
+        Group& g = tg.group;
         g.prompt_index = lease.slot.prompt_index;
-        g.lease_id = id;
         g.prompt.assign(p.tokens.begin(), p.tokens.end());
-        g.policy_version = v;
-        g.rollouts.resize(static_cast<size_t>(group.completions_size()));
-        for (int i = 0; i < group.completions_size(); ++i) {
-          const rlvr::v1::Completion& c = group.completions(i);
-          Rollout& r = g.rollouts[static_cast<size_t>(i)];
-          // Through pointers: protobuf's repeated-field iterators are not
-          // raw pointers, and assign() would copy them one element at a time.
-          const auto& ids = c.token_ids();
-          const auto& logprobs = c.behaviour_logprobs();
-          r.tokens.assign(ids.data(), ids.data() + ids.size());
-          r.behaviour_logprobs.assign(logprobs.data(), logprobs.data() + logprobs.size());
-          r.reward = c.reward();
-        }
         if (SyncMode()) {
           for (WindowEntry& e : window_) {
             if (e.lease_id == id) {

@@ -41,6 +41,7 @@
 #include "learner/core/group.h"
 #include "learner/learner_metrics.h"
 #include "learner/prompt_cursor.h"
+#include "learner/received_group.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::learner {
@@ -127,14 +128,20 @@ class Ingest {
   void CloseSession(uint64_t session);
   // As many new leases as the credits allow for this session.
   std::vector<rlvr::v1::WorkLease> Grant(uint64_t session);
-  // Validates and buffers a group; returns the Ack. `message_bytes` is the
-  // ActorMessage size on the wire.
+  // Validates and buffers groups received by the wire decoder
+  // (rollout_decoder.h), (*groups)[0, count), under one lock; a bad group
+  // is rejected alone. Appends one Ack per group, in order, to `acks`. An
+  // accepted group's Group moves into the buffer and its slot receives a
+  // recycled Group (RecycleGroups), so the next decode reuses memory.
+  void SubmitReceived(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
+                      google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
+  // The same for a parsed group; returns the Ack. `message_bytes` is the
+  // ActorMessage size on the wire (MessageBytesForLimit is enough).
   rlvr::v1::Ack Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,
                        size_t message_bytes);
-  // Validates and buffers every group of a RolloutBatch under one lock, each
-  // exactly as Submit would (a bad group is rejected alone); appends one Ack
-  // per group, in order, to `acks`. Each group is held to max_message_bytes
-  // as if it had come alone (OVERSIZE; MessageBytesForLimit).
+  // The same for every group of a parsed RolloutBatch. Each group is held
+  // to max_message_bytes as if it had come alone (OVERSIZE;
+  // MessageBytesForLimit).
   void SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
                    google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
   // Leases given back by the actor.
@@ -204,8 +211,12 @@ class Ingest {
                              std::string detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Submit's body, without gauges or wake-up; sets *wake when a lease went
   // back to the queue (credits for other sessions).
-  rlvr::v1::Ack SubmitLocked(uint64_t session, const rlvr::v1::RolloutGroup& group,
-                             size_t message_bytes, bool* wake) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An accepted group's Group is moved out of `group`.
+  rlvr::v1::Ack SubmitLocked(uint64_t session, ReceivedGroup* group, bool* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SubmitReceived's body; `refill` gives accepted slots a recycled Group.
+  void SubmitAll(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
+                 bool refill, google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes one token from the session's rate bucket; false if over the limit.
   bool TakeRateTokenLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "learner/rollout_decoder.h"
+
 namespace rlvr::learner {
 namespace {
 
@@ -80,57 +82,70 @@ TEST(IngestTest, NoLeasesBeforeFirstPublishThenCreditsBoundGrants) {
   EXPECT_EQ(f.metrics.leases_outstanding->Value(), 4);
 }
 
-// RecycleGroups: the next accepted groups are written into the recycled
-// groups' memory, and nothing of their old contents survives.
+// RecycleGroups: groups decoded after the recycled ones were handed back
+// are written into their memory, and nothing of their old contents
+// survives. Submitted as the session service does: each round's groups in
+// one RolloutBatch, decoded into slots reused across messages. An accepted
+// group's slot takes a recycled Group, which the next message fills.
 TEST(IngestTest, RecycledGroupsAreReusedWithNothingLeftOver) {
   Fixture f(Options(1, 4, 2), 6);
   f.ingest.Publish(1);
   uint64_t s = *f.ingest.OpenSession(2);
-  auto submit = [&](const WorkLease& l, uint64_t version, int tokens, float reward) {
-    RolloutGroup g;
-    g.set_lease_id(l.lease_id());
-    g.set_prompt_id(l.prompt_id());
-    g.set_policy_version(version);
-    for (int i = 0; i < 2; ++i) {
-      auto* c = g.add_completions();
-      for (int t = 0; t + 1 < tokens; ++t) {
-        c->add_token_ids(5 + t);
-        c->add_behaviour_logprobs(-0.25f * static_cast<float>(t + 1));
+  std::vector<ReceivedGroup> slots;
+  auto submit_round = [&](uint64_t version, int tokens, float reward) {
+    rlvr::v1::ActorMessage m;
+    std::map<uint64_t, WorkLease> by_lease;
+    for (const WorkLease& l : f.ingest.Grant(s)) {
+      by_lease[l.lease_id()] = l;
+      RolloutGroup* g = m.mutable_group_batch()->add_groups();
+      g->set_lease_id(l.lease_id());
+      g->set_prompt_id(l.prompt_id());
+      g->set_policy_version(version);
+      for (int i = 0; i < 2; ++i) {
+        auto* c = g->add_completions();
+        for (int t = 0; t + 1 < tokens; ++t) {
+          c->add_token_ids(5 + t);
+          c->add_behaviour_logprobs(-0.25f * static_cast<float>(t + 1));
+        }
+        c->add_token_ids(2);
+        c->add_behaviour_logprobs(-0.5f);
+        c->set_reward(i == 0 ? reward : 0.0f);
       }
-      c->add_token_ids(2);
-      c->add_behaviour_logprobs(-0.5f);
-      c->set_reward(i == 0 ? reward : 0.0f);
     }
-    Ack ack = f.ingest.Submit(s, g, 100);
-    ASSERT_TRUE(ack.accepted()) << ack.detail();
+    size_t count = 0;
+    EXPECT_EQ(DecodeRolloutMessage(m.SerializeAsString(), 2, &slots, &count),
+              DecodeOutcome::kBatch);
+    google::protobuf::RepeatedPtrField<Ack> acks;
+    f.ingest.SubmitReceived(s, &slots, count, &acks);
+    for (const Ack& ack : acks) EXPECT_TRUE(ack.accepted()) << ack.detail();
+    return by_lease;
   };
 
-  // Round 1: four-token completions.
-  for (const WorkLease& l : f.ingest.Grant(s)) submit(l, 1, 4, 1.0f);
-  auto first = f.ingest.WaitForUpdate(nullptr);
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(first->size(), 2u);
-  f.ingest.CompleteUpdate(*first);
-  f.ingest.RecycleGroups(*std::move(first));
-  f.ingest.Publish(2);
-
-  // Round 2: one-token completions, other prompts, version and rewards.
-  std::map<uint64_t, WorkLease> by_lease;
-  for (const WorkLease& l : f.ingest.Grant(s)) {
-    by_lease[l.lease_id()] = l;
-    submit(l, 2, 1, 0.5f);
+  // Rounds 1 and 2: four-token completions. Round 1's groups come back to
+  // the slots when round 2's are accepted.
+  for (uint64_t version : {1, 2}) {
+    submit_round(version, 4, 1.0f);
+    auto update = f.ingest.WaitForUpdate(nullptr);
+    ASSERT_TRUE(update.ok());
+    ASSERT_EQ(update->size(), 2u);
+    f.ingest.CompleteUpdate(*update);
+    f.ingest.RecycleGroups(*std::move(update));
+    f.ingest.Publish(version + 1);
   }
-  auto second = f.ingest.WaitForUpdate(nullptr);
-  ASSERT_TRUE(second.ok());
-  ASSERT_EQ(second->size(), 2u);
+
+  // Round 3: one-token completions, other prompts, version and rewards.
+  std::map<uint64_t, WorkLease> by_lease = submit_round(3, 1, 0.5f);
+  auto third = f.ingest.WaitForUpdate(nullptr);
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ(third->size(), 2u);
   int reused = 0;
-  for (const TrainingGroup& tg : *second) {
+  for (const TrainingGroup& tg : *third) {
     const Group& g = tg.group;
     ASSERT_TRUE(by_lease.count(g.lease_id));
     const WorkLease& l = by_lease[g.lease_id];
     EXPECT_EQ(g.prompt_id, l.prompt_id());
     EXPECT_EQ(g.prompt, std::vector<int>(l.prompt_token_ids().begin(), l.prompt_token_ids().end()));
-    EXPECT_EQ(g.policy_version, 2u);
+    EXPECT_EQ(g.policy_version, 3u);
     ASSERT_EQ(g.rollouts.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(g.rollouts[i].tokens, std::vector<int>({2}));

@@ -16,33 +16,35 @@ ValidationResult Reject(rlvr::v1::RejectReason reason, std::string detail) {
 
 }  // namespace
 
-ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
+ValidationResult ValidateGroupContent(const ReceivedGroup& received,
                                       const GroupExpectations& expect) {
   using rlvr::v1::RejectReason;
   // Ids are valid iff, read as unsigned, they are below the vocabulary size.
   const unsigned vocab = static_cast<unsigned>(std::max(expect.vocab_size, 0));
-  if (group.completions_size() != expect.group_size) {
+  const Group& group = received.group;
+  if (received.completions != expect.group_size ||
+      group.rollouts.size() != static_cast<size_t>(received.completions)) {
     return Reject(rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE,
-                  absl::StrCat(group.completions_size(), " completions, lease asks for ",
+                  absl::StrCat(received.completions, " completions, lease asks for ",
                                expect.group_size));
   }
-  if (group.prompt_id() != expect.prompt_id) {
+  if (group.prompt_id != expect.prompt_id) {
     return Reject(rlvr::v1::REJECT_REASON_LENGTH_MISMATCH,
-                  absl::StrCat("prompt_id '", group.prompt_id().substr(0, 64),
+                  absl::StrCat("prompt_id '", group.prompt_id.substr(0, 64),
                                "' differs from the lease's '", expect.prompt_id, "'"));
   }
-  for (int c = 0; c < group.completions_size(); ++c) {
-    const rlvr::v1::Completion& comp = group.completions(c);
-    const int n = comp.token_ids_size();
-    if (n == 0 || n > expect.max_new_tokens || comp.behaviour_logprobs_size() != n) {
+  for (int c = 0; c < received.completions; ++c) {
+    const Rollout& comp = group.rollouts[static_cast<size_t>(c)];
+    const int n = static_cast<int>(comp.tokens.size());
+    const size_t n_logprobs = comp.behaviour_logprobs.size();
+    if (n == 0 || n > expect.max_new_tokens || n_logprobs != comp.tokens.size()) {
       return Reject(rlvr::v1::REJECT_REASON_LENGTH_MISMATCH,
-                    absl::StrCat("completion ", c, ": ", n, " tokens, ",
-                                 comp.behaviour_logprobs_size(), " log-probs, max_new_tokens ",
-                                 expect.max_new_tokens));
+                    absl::StrCat("completion ", c, ": ", n, " tokens, ", n_logprobs,
+                                 " log-probs, max_new_tokens ", expect.max_new_tokens));
     }
     // Branch-free scans first (the common, valid case); the offending
     // position is searched for only when a scan failed.
-    const int* ids = comp.token_ids().data();
+    const int* ids = comp.tokens.data();
     unsigned bad_ids = 0;  // An integer OR-reduction: one the compiler vectorises.
     for (int t = 0; t < n; ++t) bad_ids |= static_cast<unsigned>(ids[t]) >= vocab;
     if (bad_ids != 0) {
@@ -56,7 +58,7 @@ ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
       }
     }
     // Finite and <= 0: NaN fails both comparisons, +Inf the first, -Inf the second.
-    const float* lps = comp.behaviour_logprobs().data();
+    const float* lps = comp.behaviour_logprobs.data();
     unsigned bad_lps = 0;
     for (int t = 0; t < n; ++t) {
       const float lp = lps[t];
@@ -72,12 +74,12 @@ ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
         }
       }
     }
-    const float r = comp.reward();
+    const double r = comp.reward;
     if (!std::isfinite(r)) {
       return Reject(rlvr::v1::REJECT_REASON_NON_FINITE,
                     absl::StrCat("reward ", r, " at completion ", c));
     }
-    if (r < 0.0f || r > 1.0f) {
+    if (r < 0.0 || r > 1.0) {
       return Reject(rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE,
                     absl::StrCat("reward ", r, " at completion ", c, " outside [0, 1]"));
     }

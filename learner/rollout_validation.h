@@ -1,12 +1,12 @@
-// Content checks of one RolloutGroup against its lease: pure, torch-free,
-// thread-safe. Lease bookkeeping (unknown, expired, duplicate), versions and
+// Content checks of one received RolloutGroup against its lease: pure,
+// torch-free, thread-safe. Lease bookkeeping (unknown, expired, duplicate), versions and
 // message size are checked by Ingest, which owns that state.
 #ifndef RLVR_LEARNER_ROLLOUT_VALIDATION_H_
 #define RLVR_LEARNER_ROLLOUT_VALIDATION_H_
 
 #include <string>
 
-#include "rlvr/v1/rollout.pb.h"
+#include "learner/received_group.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::learner {
@@ -28,7 +28,9 @@ struct ValidationResult {
 // Checks, in this order: group size; prompt id; for each completion its
 // lengths (non-empty, <= max_new_tokens, logprobs as many as tokens), token
 // range, log-probs finite and <= 0, reward finite, reward in [0, 1].
-ValidationResult ValidateGroupContent(const rlvr::v1::RolloutGroup& group,
+// The group size is group.completions; the rollouts are the completions
+// (all of them whenever the size is right).
+ValidationResult ValidateGroupContent(const ReceivedGroup& group,
                                       const GroupExpectations& expect);
 
 }  // namespace rlvr::learner

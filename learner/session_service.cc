@@ -8,9 +8,11 @@
 #include <glog/logging.h>
 
 #include <google/protobuf/arena.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
+#include "learner/rollout_decoder.h"
 
 namespace rlvr::learner {
 
@@ -18,8 +20,7 @@ namespace rlvr::learner {
 // A reactor never calls into the service while holding its own mutex, and
 // calls Ingest methods that may wake sessions (Submit, Return, CloseSession)
 // without holding it.
-class SessionReactor final
-    : public grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage> {
+class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SessionReactor(SessionServiceImpl* service, Ingest* ingest, std::string peer,
                  grpc::Status auth)
@@ -55,55 +56,21 @@ class SessionReactor final
       RequestFinishLocked(grpc::Status::OK);
       return;
     }
-    switch (in_->kind_case()) {
-      case rlvr::v1::ActorMessage::kHello:
-        HandleHello();
-        return;
-      case rlvr::v1::ActorMessage::kGroup: {
-        if (session_ == 0) return FailBeforeHello();
-        rlvr::v1::Ack ack = ingest_->Submit(
-            session_, in_->group(),
-            MessageBytesForLimit(in_->group(), ingest_->options().max_message_bytes));
-        if (!ack.accepted()) {
-          LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease "
-                       << ack.lease_id() << " rejected "
-                       << rlvr::v1::RejectReason_Name(ack.reason()) << ": " << ack.detail();
+    const std::string_view wire = WireBytes();
+    size_t count = 0;
+    const DecodeOutcome outcome =
+        DecodeRolloutMessage(wire, ingest_->options().group_size, &received_, &count);
+    switch (outcome) {
+      case DecodeOutcome::kGroup:
+      case DecodeOutcome::kBatch:
+        if (session_ == 0) {
+          FailBeforeHello();
+          return;
         }
-        absl::MutexLock l(&mu_);
-        rlvr::v1::LearnerMessage m;
-        *m.mutable_ack() = std::move(ack);
-        out_.push_back(std::move(m));
-        PumpLocked();
+        SubmitReceived(count, /*batch=*/outcome == DecodeOutcome::kBatch);
         break;
-      }
-      case rlvr::v1::ActorMessage::kGroupBatch: {
-        if (session_ == 0) return FailBeforeHello();
-        rlvr::v1::LearnerMessage m;
-        auto* acks = m.mutable_ack_batch()->mutable_acks();
-        ingest_->SubmitBatch(session_, in_->group_batch(), acks);
-        for (const rlvr::v1::Ack& ack : *acks) {
-          if (ack.accepted()) continue;
-          LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease "
-                       << ack.lease_id() << " rejected "
-                       << rlvr::v1::RejectReason_Name(ack.reason()) << ": " << ack.detail();
-        }
-        absl::MutexLock l(&mu_);
-        out_.push_back(std::move(m));
-        PumpLocked();
-        break;
-      }
-      case rlvr::v1::ActorMessage::kReturnLeases: {
-        if (session_ == 0) return FailBeforeHello();
-        std::vector<uint64_t> ids(in_->return_leases().lease_ids().begin(),
-                                  in_->return_leases().lease_ids().end());
-        ingest_->Return(session_, ids);
-        absl::MutexLock l(&mu_);
-        PumpLocked();
-        break;
-      }
-      default:
-        if (session_ == 0) return FailBeforeHello();
-        LOG(WARNING) << "session " << session_ << ": empty ActorMessage ignored";
+      case DecodeOutcome::kDecline:
+        if (!HandleParsed(wire)) return;
         break;
     }
     ReadNext();
@@ -128,19 +95,113 @@ class SessionReactor final
   }
 
  private:
-  void HandleHello() {
-    const rlvr::v1::Hello& hello = in_->hello();
+  // The message's bytes, contiguous: its one slice, or the slices copied.
+  std::string_view WireBytes() {
+    if (in_.TrySingleSlice(&in_slice_).ok()) {
+      return {reinterpret_cast<const char*>(in_slice_.begin()), in_slice_.size()};
+    }
+    in_slices_.clear();
+    (void)in_.Dump(&in_slices_);
+    wire_.clear();
+    for (const grpc::Slice& slice : in_slices_) {
+      wire_.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return wire_;
+  }
+
+  // Groups decoded into received_[0, count): one Ack (a single group) or
+  // one AckBatch.
+  void SubmitReceived(size_t count, bool batch) {
+    rlvr::v1::LearnerMessage m;
+    auto* acks = m.mutable_ack_batch()->mutable_acks();
+    ingest_->SubmitReceived(session_, &received_, count, acks);
+    for (const rlvr::v1::Ack& ack : *acks) LogRejects(ack);
+    if (!batch) {
+      rlvr::v1::Ack ack = std::move((*acks)[0]);
+      *m.mutable_ack() = std::move(ack);
+    }
+    absl::MutexLock l(&mu_);
+    out_.push_back(std::move(m));
+    PumpLocked();
+  }
+
+  // A message the decoder declined, parsed with protobuf into a fresh arena
+  // message (resetting the arena frees the previous one at once). False
+  // when the call is ending.
+  bool HandleParsed(std::string_view wire) {
+    arena_.Reset();
+    rlvr::v1::ActorMessage* in =
+        google::protobuf::Arena::CreateMessage<rlvr::v1::ActorMessage>(&arena_);
+    if (!in->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+      LOG(WARNING) << "session " << session_ << " from " << peer_ << ": " << wire.size()
+                   << " bytes that are no ActorMessage; ending the call";
+      absl::MutexLock l(&mu_);
+      RequestFinishLocked(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("malformed message: ", wire.size(), " bytes that are no rlvr.v1.ActorMessage")));
+      return false;
+    }
+    switch (in->kind_case()) {
+      case rlvr::v1::ActorMessage::kHello:
+        return HandleHello(in->hello());
+      case rlvr::v1::ActorMessage::kGroup: {
+        if (session_ == 0) return FailBeforeHello();
+        rlvr::v1::Ack ack = ingest_->Submit(
+            session_, in->group(),
+            MessageBytesForLimit(in->group(), ingest_->options().max_message_bytes));
+        rlvr::v1::LearnerMessage m;
+        *m.mutable_ack() = std::move(ack);
+        LogRejects(m.ack());
+        absl::MutexLock l(&mu_);
+        out_.push_back(std::move(m));
+        PumpLocked();
+        return true;
+      }
+      case rlvr::v1::ActorMessage::kGroupBatch: {
+        if (session_ == 0) return FailBeforeHello();
+        rlvr::v1::LearnerMessage m;
+        auto* acks = m.mutable_ack_batch()->mutable_acks();
+        ingest_->SubmitBatch(session_, in->group_batch(), acks);
+        for (const rlvr::v1::Ack& ack : *acks) LogRejects(ack);
+        absl::MutexLock l(&mu_);
+        out_.push_back(std::move(m));
+        PumpLocked();
+        return true;
+      }
+      case rlvr::v1::ActorMessage::kReturnLeases: {
+        if (session_ == 0) return FailBeforeHello();
+        std::vector<uint64_t> ids(in->return_leases().lease_ids().begin(),
+                                  in->return_leases().lease_ids().end());
+        ingest_->Return(session_, ids);
+        absl::MutexLock l(&mu_);
+        PumpLocked();
+        return true;
+      }
+      default:
+        if (session_ == 0) return FailBeforeHello();
+        LOG(WARNING) << "session " << session_ << ": empty ActorMessage ignored";
+        return true;
+    }
+  }
+
+  void LogRejects(const rlvr::v1::Ack& ack) {
+    if (ack.accepted()) return;
+    LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease " << ack.lease_id()
+                 << " rejected " << rlvr::v1::RejectReason_Name(ack.reason()) << ": "
+                 << ack.detail();
+  }
+
+  bool HandleHello(const rlvr::v1::Hello& hello) {
     if (session_ != 0) {
       LOG(WARNING) << "session " << session_ << ": second Hello ignored";
-      ReadNext();
-      return;
+      return true;
     }
     absl::StatusOr<uint64_t> id = ingest_->OpenSession(hello.capacity());
     if (!id.ok()) {
       LOG(WARNING) << "refusing session from " << peer_ << ": " << id.status();
       absl::MutexLock l(&mu_);
       RequestFinishLocked(ToGrpcStatus(id.status()));
-      return;
+      return false;
     }
     actor_id_ = hello.actor_id().substr(0, 128);
     LOG(INFO) << "session " << *id << " opened: actor " << actor_id_ << " ("
@@ -162,20 +223,14 @@ class SessionReactor final
       out_.push_back(std::move(m));
     }
     service_->Register(this);  // Also queues the newest WeightsAvailable.
-    {
-      absl::MutexLock l(&mu_);
-      PumpLocked();
-    }
-    ReadNext();
+    absl::MutexLock l(&mu_);
+    PumpLocked();
+    return true;
   }
 
-  // Parses the next message into a fresh arena message. Resetting the arena
-  // frees the previous message (and everything it held) at once, so parsing
-  // a RolloutBatch costs a few block allocations instead of one per field.
   void ReadNext() {
-    arena_.Reset();
-    in_ = google::protobuf::Arena::CreateMessage<rlvr::v1::ActorMessage>(&arena_);
-    StartRead(in_);
+    in_.Clear();
+    StartRead(&in_);
   }
 
   static google::protobuf::ArenaOptions ArenaOptionsFor(char* block) {
@@ -187,10 +242,11 @@ class SessionReactor final
     return o;
   }
 
-  void FailBeforeHello() {
+  bool FailBeforeHello() {
     absl::MutexLock l(&mu_);
     RequestFinishLocked(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first ActorMessage must be Hello"));
+    return false;
   }
 
   void CloseIngestSession() {
@@ -232,7 +288,11 @@ class SessionReactor final
       }
     }
     if (!out_.empty() && !write_failed_) {
-      current_ = std::move(out_.front());
+      bool own = false;
+      current_.Clear();  // The previous write's bytes.
+      const grpc::Status serialized = grpc::SerializationTraits<rlvr::v1::LearnerMessage>::Serialize(
+          out_.front(), &current_, &own);
+      CHECK(serialized.ok()) << serialized.error_message();
       out_.pop_front();
       writing_ = true;
       // No buffer_hint here: a hinted write may not complete until a later
@@ -249,14 +309,20 @@ class SessionReactor final
   SessionServiceImpl* const service_;
   Ingest* const ingest_;
   const std::string peer_;
-  // The message being read, on arena_; only touched by the read chain. The
-  // arena keeps its first block (kArenaBlockBytes, enough for a typical
-  // group) across messages.
+  // The read chain's state, only touched by it: the message being read,
+  // its bytes when they came in several slices, and the groups decoded
+  // from it (slots reused across messages). A message the decoder
+  // declines is parsed on arena_, which keeps its first block
+  // (kArenaBlockBytes) across messages.
+  grpc::ByteBuffer in_;
+  grpc::Slice in_slice_;
+  std::vector<grpc::Slice> in_slices_;
+  std::string wire_;
+  std::vector<ReceivedGroup> received_;
   static constexpr size_t kArenaBlockBytes = 64 << 10;
   std::unique_ptr<char[]> arena_block_{new char[kArenaBlockBytes]};
   google::protobuf::Arena arena_{ArenaOptionsFor(arena_block_.get())};
-  rlvr::v1::ActorMessage* in_ = nullptr;
-  std::string actor_id_;       // Read chain only.
+  std::string actor_id_;
 
   absl::Mutex mu_;
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // 0 until Hello is accepted.
@@ -264,7 +330,7 @@ class SessionReactor final
   bool batch_messages_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Ingest session closed.
   std::deque<rlvr::v1::LearnerMessage> out_ ABSL_GUARDED_BY(mu_);
-  rlvr::v1::LearnerMessage current_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // The write in flight.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
@@ -279,8 +345,7 @@ SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth)
 
 SessionServiceImpl::~SessionServiceImpl() { ingest_->SetWakeCallback(nullptr); }
 
-grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage>*
-SessionServiceImpl::Session(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl::Session(grpc::CallbackServerContext* context) {
   return new SessionReactor(this, ingest_, context->peer(),
                             auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK);
 }

@@ -6,6 +6,12 @@
 // buffer, and the Ack, new leases and weight announcements are queued for
 // the stream's single in-flight write.
 //
+// The method is registered raw (ByteBuffer in and out): rollout messages
+// are decoded from their bytes straight into the trainer's groups
+// (rollout_decoder.h); other messages, and any the decoder declines, are
+// parsed with protobuf. Bytes that are no ActorMessage end the call with
+// INVALID_ARGUMENT.
+//
 // Thread safety: all public methods are thread-safe. The service and the
 // Ingest it uses must outlive the grpc::Server they are registered in
 // (shut the server down first).
@@ -25,14 +31,16 @@ namespace rlvr::learner {
 
 class SessionReactor;
 
-class SessionServiceImpl final : public rlvr::v1::SessionService::CallbackService {
+class SessionServiceImpl final
+    : public rlvr::v1::SessionService::WithRawCallbackMethod_Session<
+          rlvr::v1::SessionService::Service> {
  public:
   // `ingest` is not owned. Installs itself as the ingest's wake callback.
   // `auth` (nullable, not owned) checks each call's bearer token.
   explicit SessionServiceImpl(Ingest* ingest, const TokenChecker* auth = nullptr);
   ~SessionServiceImpl() override;
 
-  grpc::ServerBidiReactor<rlvr::v1::ActorMessage, rlvr::v1::LearnerMessage>* Session(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
 
   // Queues WeightsAvailable{version, total_bytes} on every open session.

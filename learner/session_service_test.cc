@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/grpc_util.h"
+#include "learner/rollout_decoder.h"
 #include "learner/weight_publisher.h"
 
 namespace rlvr::learner {
@@ -359,6 +362,78 @@ INSTANTIATE_TEST_SUITE_P(SingleAndBatch, SessionServiceTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Batch" : "Single";
                          });
+
+// The decoder declines what it does not read itself (here a verifier
+// reason that is UTF-8 but not ASCII): protobuf parses it and the group is
+// judged as any other. Bytes that are no ActorMessage end the call with
+// INVALID_ARGUMENT, and the session's leases go back to the queue.
+TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const grpc::internal::RpcMethod method("/rlvr.v1.SessionService/Session",
+                                         grpc::internal::RpcMethod::BIDI_STREAMING);
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, LearnerMessage>> raw(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, LearnerMessage>::Create(
+          channel_.get(), method, &ctx));
+  auto write = [&](const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer buffer(&slice, 1);
+    return raw->Write(buffer);
+  };
+  ActorMessage hello;
+  hello.mutable_hello()->set_actor_id("raw");
+  hello.mutable_hello()->set_capacity(2);
+  hello.mutable_hello()->set_batch_messages(GetParam());
+  ASSERT_TRUE(write(hello.SerializeAsString()));
+  std::deque<WorkLease> leases;
+  LearnerMessage m;
+  while (leases.size() < 2 && raw->Read(&m)) {
+    if (m.has_lease()) leases.push_back(m.lease());
+    for (const WorkLease& l : m.lease_batch().leases()) leases.push_back(l);
+  }
+  ASSERT_EQ(leases.size(), 2u);
+
+  ActorMessage group = Group(leases[0], 1);
+  group.mutable_group()->mutable_completions(0)->set_verifier_reason("r\xc3\xa9ponse");
+  std::vector<ReceivedGroup> slots;
+  size_t count;
+  ASSERT_EQ(DecodeRolloutMessage(group.SerializeAsString(), 2, &slots, &count),
+            DecodeOutcome::kDecline);
+  ActorMessage batch;
+  *batch.mutable_group_batch()->add_groups() = group.group();
+  ASSERT_TRUE(write((GetParam() ? batch : group).SerializeAsString()));
+  bool acked = false;
+  while (!acked && raw->Read(&m)) {
+    for (const rlvr::v1::Ack& ack : m.ack_batch().acks()) {
+      EXPECT_TRUE(ack.accepted()) << ack.detail();
+      acked = true;
+    }
+    if (m.has_ack()) {
+      EXPECT_TRUE(m.ack().accepted()) << m.ack().detail();
+      acked = true;
+    }
+  }
+  ASSERT_TRUE(acked);
+  EXPECT_EQ(metrics_.groups_accepted->Value(), 1);
+
+  // A length past the end of the message.
+  ASSERT_TRUE(write(std::string("\x12\x09\x22\x01", 4)));
+  while (raw->Read(&m)) {
+  }
+  const grpc::Status status = raw->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("no rlvr.v1.ActorMessage"), std::string::npos)
+      << status.error_message();
+
+  // The unanswered lease was re-queued, and the learner goes on.
+  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ingest_->Snapshot().leases_outstanding, 0u);
+  EXPECT_GE(ingest_->Snapshot().leases_reissued, 1u);  // leases[1], and any granted since.
+  Client next = Connect(2);
+  ExpectAccepted(next, Group(next.NextLease(), 1));
+}
 
 }  // namespace
 }  // namespace rlvr::learner

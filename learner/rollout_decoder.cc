@@ -1,0 +1,326 @@
+#include "learner/rollout_decoder.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace rlvr::learner {
+namespace {
+
+// Field numbers and wire types of the messages read here (session.proto,
+// rollout.proto).
+constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+constexpr uint32_t kActorGroup = 2, kActorGroupBatch = 4;
+constexpr uint32_t kBatchGroups = 1;
+constexpr uint32_t kGroupLeaseId = 1, kGroupPromptId = 2, kGroupPolicyVersion = 3,
+                   kGroupCompletions = 4, kGroupGenerationSeconds = 5;
+constexpr uint32_t kCompletionTokenIds = 1, kCompletionLogprobs = 2, kCompletionReward = 3,
+                   kCompletionVerifierReason = 4, kCompletionFinishReason = 5;
+
+// A bounded reader over one message's bytes. Every method returns false
+// where protobuf might judge the bytes differently; the caller declines.
+class Reader {
+ public:
+  Reader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+  bool done() const { return p_ == end_; }
+
+  // At most 10 bytes, as protobuf reads them (bits past 64 dropped).
+  bool Varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p_ == end_) return false;
+      const uint8_t b = *p_++;
+      result |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A tag with a field number >= 1 and a wire type this reader can skip
+  // (not the deprecated group types).
+  bool Tag(uint32_t* field, uint32_t* wire_type) {
+    uint64_t tag;
+    if (!Varint(&tag) || tag > 0xffffffffu) return false;
+    *field = static_cast<uint32_t>(tag >> 3);
+    *wire_type = static_cast<uint32_t>(tag & 7);
+    return *field != 0 && (*wire_type == kVarint || *wire_type == kFixed64 ||
+                           *wire_type == kLengthDelimited || *wire_type == kFixed32);
+  }
+
+  // The payload of a length-delimited field.
+  bool Delimited(Reader* inner) {
+    uint64_t n;
+    if (!Varint(&n) || n > static_cast<uint64_t>(end_ - p_) || n > 0x7fffffffu) return false;
+    *inner = Reader(p_, p_ + n);
+    p_ += n;
+    return true;
+  }
+
+  bool Fixed32(uint32_t* v) {
+    if (end_ - p_ < 4) return false;
+    std::memcpy(v, p_, 4);  // Little-endian, as x86 and aarch64 are.
+    p_ += 4;
+    return true;
+  }
+
+  bool Skip(uint32_t wire_type) {
+    uint64_t v;
+    Reader inner(nullptr, nullptr);
+    switch (wire_type) {
+      case kVarint:
+        return Varint(&v);
+      case kFixed64:
+        if (end_ - p_ < 8) return false;
+        p_ += 8;
+        return true;
+      case kLengthDelimited:
+        return Delimited(&inner);
+      case kFixed32:
+        if (end_ - p_ < 4) return false;
+        p_ += 4;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  const uint8_t* begin() const { return p_; }
+  const uint8_t* end() const { return end_; }
+  size_t size() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+static_assert(std::endian::native == std::endian::little, "the wire is little-endian");
+static_assert(sizeof(Rollout) == 2 * sizeof(std::vector<int>) + sizeof(double),
+              "a field was added to Rollout: set it in DecodeCompletion and ConvertRolloutGroup");
+
+// Protobuf rejects a proto3 string that is not UTF-8; ASCII always is one.
+bool IsAscii(const Reader& r) {
+  uint8_t any = 0;
+  for (const uint8_t* p = r.begin(); p != r.end(); ++p) any |= *p;
+  return any < 0x80;
+}
+
+// Appends a packed run of int32 varints. Eight one-byte ids (every id of a
+// vocabulary below 128, and most bytes of any run) are widened at a time.
+bool AppendPackedInt32(Reader r, std::vector<int>* out) {
+  const size_t old = out->size();
+  out->resize(old + r.size());  // A varint is at least one byte.
+  int* dst = out->data() + old;
+  const uint8_t* p = r.begin();
+  const uint8_t* const end = r.end();
+  while (p != end) {
+    if (end - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        for (int k = 0; k < 8; ++k) dst[k] = static_cast<int>((w >> (8 * k)) & 0xff);
+        dst += 8;
+        p += 8;
+        continue;
+      }
+    }
+    Reader one(p, end);
+    uint64_t v;
+    if (!one.Varint(&v)) return false;
+    *dst++ = static_cast<int>(static_cast<uint32_t>(v));  // int32 keeps the low 32 bits.
+    p = one.begin();
+  }
+  out->resize(static_cast<size_t>(dst - out->data()));
+  return true;
+}
+
+bool AppendPackedFloat(Reader r, std::vector<float>* out) {
+  if (r.size() % 4 != 0) return false;
+  const size_t old = out->size();
+  out->resize(old + r.size() / 4);
+  std::memcpy(out->data() + old, r.begin(), r.size());
+  return true;
+}
+
+bool DecodeCompletion(Reader r, Rollout* out) {
+  out->tokens.clear();
+  out->behaviour_logprobs.clear();
+  out->reward = 0.0;
+  while (!r.done()) {
+    uint32_t field, wire_type;
+    if (!r.Tag(&field, &wire_type)) return false;
+    Reader inner(nullptr, nullptr);
+    uint64_t v;
+    uint32_t bits;
+    switch (field) {
+      case kCompletionTokenIds:
+        // The unpacked encoding (wire type 0) is legal but never written
+        // by protobuf for proto3: leave it to protobuf.
+        if (wire_type != kLengthDelimited || !r.Delimited(&inner) ||
+            !AppendPackedInt32(inner, &out->tokens)) {
+          return false;
+        }
+        break;
+      case kCompletionLogprobs:
+        if (wire_type != kLengthDelimited || !r.Delimited(&inner) ||
+            !AppendPackedFloat(inner, &out->behaviour_logprobs)) {
+          return false;
+        }
+        break;
+      case kCompletionReward: {
+        if (wire_type != kFixed32 || !r.Fixed32(&bits)) return false;
+        float reward;
+        std::memcpy(&reward, &bits, 4);
+        out->reward = reward;
+        break;
+      }
+      case kCompletionVerifierReason:
+        if (wire_type != kLengthDelimited || !r.Delimited(&inner) || !IsAscii(inner)) return false;
+        break;
+      case kCompletionFinishReason:
+        if (wire_type != kVarint || !r.Varint(&v)) return false;
+        break;
+      default:
+        if (!r.Skip(wire_type)) return false;
+    }
+  }
+  return true;
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// `scratch` receives completions past the limit: they are read (a
+// malformed one must still decline) but not kept.
+bool DecodeGroup(Reader r, int max_completions, ReceivedGroup* out, Rollout* scratch) {
+  Group& g = out->group;
+  g.lease_id = 0;
+  g.prompt_id.clear();
+  g.policy_version = 0;
+  out->completions = 0;
+  out->message_bytes = 1 + VarintSize(r.size()) + r.size();
+  size_t kept = 0;
+  while (!r.done()) {
+    uint32_t field, wire_type;
+    if (!r.Tag(&field, &wire_type)) return false;
+    Reader inner(nullptr, nullptr);
+    switch (field) {
+      case kGroupLeaseId:
+        if (wire_type != kVarint || !r.Varint(&g.lease_id)) return false;
+        break;
+      case kGroupPromptId:
+        if (wire_type != kLengthDelimited || !r.Delimited(&inner) || !IsAscii(inner)) return false;
+        g.prompt_id.assign(reinterpret_cast<const char*>(inner.begin()), inner.size());
+        break;
+      case kGroupPolicyVersion:
+        if (wire_type != kVarint || !r.Varint(&g.policy_version)) return false;
+        break;
+      case kGroupCompletions: {
+        if (wire_type != kLengthDelimited || !r.Delimited(&inner)) return false;
+        Rollout* dst = scratch;
+        if (out->completions < max_completions) {
+          if (kept == g.rollouts.size()) g.rollouts.emplace_back();
+          dst = &g.rollouts[kept++];
+        }
+        if (!DecodeCompletion(inner, dst)) return false;
+        ++out->completions;
+        break;
+      }
+      case kGroupGenerationSeconds:
+        if (wire_type != kFixed64 || !r.Skip(wire_type)) return false;
+        break;
+      default:
+        if (!r.Skip(wire_type)) return false;
+    }
+  }
+  g.rollouts.resize(kept);
+  return true;
+}
+
+// The slot for the next group, reusing an earlier call's.
+ReceivedGroup* Slot(std::vector<ReceivedGroup>* out, size_t index) {
+  if (index == out->size()) out->emplace_back();
+  return &(*out)[index];
+}
+
+}  // namespace
+
+DecodeOutcome DecodeRolloutMessage(std::string_view wire, int max_completions,
+                                   std::vector<ReceivedGroup>* out, size_t* count) {
+  const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
+  Reader r(p, p + wire.size());
+  max_completions = std::max(max_completions, 0);
+  Rollout scratch;
+  DecodeOutcome outcome = DecodeOutcome::kDecline;
+  *count = 0;
+  while (!r.done()) {
+    uint32_t field, wire_type;
+    if (!r.Tag(&field, &wire_type)) return DecodeOutcome::kDecline;
+    if (field != kActorGroup && field != kActorGroupBatch) {
+      // Hello and ReturnLeases are protobuf's; unknown fields are skipped.
+      if (field == 1 || field == 3 || !r.Skip(wire_type)) return DecodeOutcome::kDecline;
+      continue;
+    }
+    // A second kind field merges into or replaces the first: protobuf's call.
+    Reader inner(nullptr, nullptr);
+    if (outcome != DecodeOutcome::kDecline || wire_type != kLengthDelimited ||
+        !r.Delimited(&inner)) {
+      return DecodeOutcome::kDecline;
+    }
+    if (field == kActorGroup) {
+      if (!DecodeGroup(inner, max_completions, Slot(out, 0), &scratch)) {
+        return DecodeOutcome::kDecline;
+      }
+      *count = 1;
+      outcome = DecodeOutcome::kGroup;
+      continue;
+    }
+    while (!inner.done()) {
+      uint32_t f, w;
+      Reader group(nullptr, nullptr);
+      if (!inner.Tag(&f, &w)) return DecodeOutcome::kDecline;
+      if (f != kBatchGroups) {
+        if (!inner.Skip(w)) return DecodeOutcome::kDecline;
+        continue;
+      }
+      if (w != kLengthDelimited || !inner.Delimited(&group) ||
+          !DecodeGroup(group, max_completions, Slot(out, *count), &scratch)) {
+        return DecodeOutcome::kDecline;
+      }
+      ++*count;
+    }
+    outcome = DecodeOutcome::kBatch;
+  }
+  return outcome;
+}
+
+void ConvertRolloutGroup(const rlvr::v1::RolloutGroup& group, int max_completions,
+                         size_t message_bytes, ReceivedGroup* out) {
+  Group& g = out->group;
+  g.lease_id = group.lease_id();
+  g.prompt_id.assign(group.prompt_id());
+  g.policy_version = group.policy_version();
+  out->completions = group.completions_size();
+  out->message_bytes = message_bytes;
+  const int kept = std::clamp(group.completions_size(), 0, std::max(max_completions, 0));
+  g.rollouts.resize(static_cast<size_t>(kept));
+  for (int i = 0; i < kept; ++i) {
+    const rlvr::v1::Completion& c = group.completions(i);
+    Rollout& r = g.rollouts[static_cast<size_t>(i)];
+    // Through pointers: protobuf's repeated-field iterators are not raw
+    // pointers, and assign() would copy them one element at a time.
+    const auto& ids = c.token_ids();
+    const auto& logprobs = c.behaviour_logprobs();
+    r.tokens.assign(ids.data(), ids.data() + ids.size());
+    r.behaviour_logprobs.assign(logprobs.data(), logprobs.data() + logprobs.size());
+    r.reward = c.reward();
+  }
+}
+
+}  // namespace rlvr::learner
