@@ -139,6 +139,7 @@ bool AppendPackedInt32(Reader r, std::vector<int>* out) {
 
 bool AppendPackedFloat(Reader r, std::vector<float>* out) {
   if (r.size() % 4 != 0) return false;
+  if (r.size() == 0) return true;  // memcpy may not be given a null pointer.
   const size_t old = out->size();
   out->resize(old + r.size() / 4);
   std::memcpy(out->data() + old, r.begin(), r.size());
