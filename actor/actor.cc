@@ -20,6 +20,7 @@
 #include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
+#include "actor/group_pool.h"
 #include "actor/outbox.h"
 #include "actor/rollout.h"
 #include "actor/transport.h"
@@ -205,6 +206,8 @@ class ActorImpl final : public Actor {
   const int vocab_size_;
   const int capacity_;
   std::string incarnation_;
+  // Sent groups, handed back by the session writer for generation to fill.
+  GroupPool group_pool_{static_cast<size_t>(2 * capacity_ + 16)};
 
   std::shared_ptr<grpc::Channel> session_channel_;
   // Weights travel on their own channel (connection) with large HTTP/2
@@ -419,10 +422,13 @@ bool ActorImpl::RunOneSession() {
 
   // The writer owns Write/WritesDone; this thread owns Read; Finish comes
   // after both (gRPC's sync stream allows one reader and one writer at once).
-  std::thread writer([&stream, &ctx, outbox] {
+  std::thread writer([&stream, &ctx, outbox, pool = &group_pool_] {
     rlvr::v1::ActorMessage out;
     bool ok = true;
-    while (ok && outbox->Pop(&out)) ok = stream->Write(EncodeActorMessage(out));
+    while (ok && outbox->Pop(&out)) {
+      ok = stream->Write(EncodeActorMessage(out));
+      pool->Give(std::move(out));
+    }
     if (ok && outbox->graceful()) {
       stream->WritesDone();
     } else if (!ok) {
@@ -782,7 +788,7 @@ void ActorImpl::GenerationLoop() {
     leases.reserve(batch.size());
     for (const HeldLease& h : batch) leases.push_back(&h.lease);
     absl::StatusOr<BatchResult> result =
-        GenerateGroups(model, version, *tokenizer_, *task_, leases);
+        GenerateGroups(model, version, *tokenizer_, *task_, leases, &group_pool_);
 
     std::vector<uint64_t> failed_ids;
     {

@@ -100,10 +100,14 @@ absl::Status ValidateLease(const rlvr::v1::WorkLease& lease, int vocab_size, int
 
 absl::StatusOr<BatchResult> GenerateGroups(
     policy::Transformer& model, uint64_t version, const Tokenizer& tokenizer, const Task& task,
-    const std::vector<const rlvr::v1::WorkLease*>& leases) {
+    const std::vector<const rlvr::v1::WorkLease*>& leases, GroupPool* pool) {
   const auto t_start = Clock::now();
   BatchResult result;
-  result.groups.resize(leases.size());
+  if (pool != nullptr) {
+    result.groups = pool->Take(leases.size());
+  } else {
+    result.groups.resize(leases.size());
+  }
 
   // Prompts as int vectors, once per lease; rows point into them.
   std::vector<std::vector<int>> prompts(leases.size());

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "actor/group_pool.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
 #include "common/task.h"
@@ -59,10 +60,12 @@ struct BatchResult {
 // Completion text for the verifier = tokenizer.Decode(tokens without the
 // trailing stop token); the reference answer comes from the lease.
 // generation_seconds of every group is the batch's total_seconds (the groups
-// were produced together). Errors from LibTorch become INTERNAL.
+// were produced together). Errors from LibTorch become INTERNAL. The groups
+// are built in groups taken from `pool` (nullable) where it has some.
 absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t version,
                                            const Tokenizer& tokenizer, const Task& task,
-                                           const std::vector<const rlvr::v1::WorkLease*>& leases);
+                                           const std::vector<const rlvr::v1::WorkLease*>& leases,
+                                           GroupPool* pool = nullptr);
 
 }  // namespace rlvr::actor
 

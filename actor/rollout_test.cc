@@ -187,5 +187,49 @@ TEST_F(RolloutTest, DifferentSamplingParamsInOneBatch) {
   for (const auto& c : result->groups[1].completions()) EXPECT_LE(c.token_ids_size(), 2);
 }
 
+// Groups built in recycled groups (a pool holding groups with more
+// completions, longer ids, unknown fields and every field set) are exactly
+// the groups built from scratch: nothing of the old contents survives.
+TEST_F(RolloutTest, GroupsBuiltInRecycledGroupsEqualFreshOnes) {
+  torch::NoGradGuard no_grad;
+  auto a = Lease(1, 0, 42, 4);
+  auto b = Lease(2, 3, 43, 2);
+  GroupPool pool(8);
+  rlvr::v1::ActorMessage old;
+  for (int k = 0; k < 2; ++k) {
+    rlvr::v1::RolloutGroup* g = old.mutable_group_batch()->add_groups();
+    g->set_lease_id(99);
+    g->set_prompt_id("stale");
+    g->set_policy_version(77);
+    g->set_generation_seconds(9.5);
+    for (int i = 0; i < 6; ++i) {
+      rlvr::v1::Completion* c = g->add_completions();
+      for (int t = 0; t < 40; ++t) {
+        c->add_token_ids(1000 + t);
+        c->add_behaviour_logprobs(-3.0f);
+      }
+      c->set_reward(1.0f);
+      c->set_verifier_reason("stale reason");
+      c->set_finish_reason(rlvr::v1::FINISH_REASON_LENGTH);
+      c->GetReflection()->MutableUnknownFields(c)->AddVarint(20, 1);
+    }
+  }
+  pool.Give(std::move(old));
+  ASSERT_EQ(pool.size(), 2u);
+  auto fresh = GenerateGroups(model_, 3, *tokenizer_, *task_, {&a, &b});
+  auto pooled = GenerateGroups(model_, 3, *tokenizer_, *task_, {&a, &b}, &pool);
+  ASSERT_TRUE(fresh.ok() && pooled.ok());
+  EXPECT_EQ(pool.size(), 0u);
+  ASSERT_EQ(fresh->groups.size(), pooled->groups.size());
+  for (size_t i = 0; i < fresh->groups.size(); ++i) {
+    rlvr::v1::RolloutGroup x = fresh->groups[i];
+    rlvr::v1::RolloutGroup y = pooled->groups[i];
+    // The batch's wall time differs between the two calls.
+    x.clear_generation_seconds();
+    y.clear_generation_seconds();
+    EXPECT_EQ(x.SerializeAsString(), y.SerializeAsString()) << "group " << i;
+  }
+}
+
 }  // namespace
 }  // namespace rlvr::actor
