@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace rlvr::learner {
 namespace {
 
@@ -108,14 +112,49 @@ bool IsAscii(const Reader& r) {
   return any < 0x80;
 }
 
-// Appends a packed run of int32 varints. Eight one-byte ids (every id of a
-// vocabulary below 128, and most bytes of any run) are widened at a time.
+#if defined(__x86_64__)
+#define RLVR_AVX2_TARGET __attribute__((target("avx2")))
+
+// Widens 32-byte blocks of one-byte varints (no byte >= 0x80) into ints,
+// as long as they last; returns the bytes consumed (= ints written).
+RLVR_AVX2_TARGET size_t WidenOneByteIdsAvx2(const uint8_t* p, size_t n, int* dst) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    if (_mm256_movemask_epi8(v) != 0) break;
+    const __m128i lo = _mm256_castsi256_si128(v);
+    const __m128i hi = _mm256_extracti128_si256(v, 1);
+    auto* out = reinterpret_cast<__m256i*>(dst + i);
+    _mm256_storeu_si256(out, _mm256_cvtepu8_epi32(lo));
+    _mm256_storeu_si256(out + 1, _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    _mm256_storeu_si256(out + 2, _mm256_cvtepu8_epi32(hi));
+    _mm256_storeu_si256(out + 3, _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+  }
+  return i;
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+// Appends a packed run of int32 varints. One-byte ids (every id of a
+// vocabulary below 128, and most bytes of many runs) are widened 32 at a
+// time with AVX2 where the CPU has it, else eight at a time.
 bool AppendPackedInt32(Reader r, std::vector<int>* out) {
   const size_t old = out->size();
   out->resize(old + r.size());  // A varint is at least one byte.
   int* dst = out->data() + old;
   const uint8_t* p = r.begin();
   const uint8_t* const end = r.end();
+#if defined(__x86_64__)
+  if (HasAvx2()) {
+    const size_t n = WidenOneByteIdsAvx2(p, r.size(), dst);
+    p += n;
+    dst += n;
+  }
+#endif
   while (p != end) {
     if (end - p >= 8) {
       uint64_t w;
