@@ -16,7 +16,7 @@
 // this runs on is shared; slower runs measure the neighbours).
 //
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
-//                      [--only ingest|fanout] [--unbatched 0|1]
+//                      [--only ingest|fanout] [--unbatched 0|1] [--pool 0|1]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,12 +35,14 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "actor/group_pool.h"
 #include "actor/outbox.h"
 #include "actor/transport.h"
 #include "actor/weight_assembler.h"
 #include "common/grpc_util.h"
 #include "common/memory_policy.h"
 #include "learner/ingest.h"
+#include "learner/rollout_decoder.h"
 #include "learner/session_service.h"
 #include "learner/weight_publisher.h"
 
@@ -176,7 +178,7 @@ struct IngestFigures {
 // takes up to `batch` leases, makes their groups and hands them to the
 // Outbox packed by actor::PackGroups; a writer thread drains the Outbox.
 // batch == 1 plays an older actor: no batch_messages, one group per message.
-IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
+IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
   LearnerMetrics metrics(std::make_shared<prometheus::Registry>());
   IngestOptions o;
   o.group_size = kGroupSize;
@@ -212,10 +214,21 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
     }
   });
 
-  // The actors' finished groups, made before the clock starts: generation is
-  // not what is measured here.
+  // What generation hands over: each completion's sampled ids and log-probs
+  // (actor/rollout.cc builds its groups from them). With `pool`, each actor
+  // builds every group from them when it is finished, in a group from its
+  // GroupPool, which its writer refills after sending, as the actor does.
+  // Without, every group is built before the clock starts (generation is not
+  // what is measured here) and freed after sending: its memory is read cold.
+  const rlvr::v1::RolloutGroup sample = TemplateGroup().group();
+  std::vector<std::vector<int>> sample_ids;
+  std::vector<std::vector<float>> sample_logprobs;
+  for (const rlvr::v1::Completion& c : sample.completions()) {
+    sample_ids.emplace_back(c.token_ids().begin(), c.token_ids().end());
+    sample_logprobs.emplace_back(c.behaviour_logprobs().begin(), c.behaviour_logprobs().end());
+  }
   const size_t group_message_bytes = TemplateGroup().ByteSizeLong();
-  std::vector<rlvr::v1::RolloutGroup> finished(total_groups, TemplateGroup().group());
+  std::vector<rlvr::v1::RolloutGroup> finished(pool ? 0 : total_groups, sample);
   const bool batches = batch > 1;
   std::atomic<size_t> sent{0}, bytes{0}, acked{0};
   auto t0 = Clock::now();
@@ -270,10 +283,12 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
         done = true;
       });
       actor::Outbox outbox(1024);
+      actor::GroupPool groups_pool(2 * 64 + 16);  // As the actor sizes it for capacity 64.
       std::thread writer([&] {
         rlvr::v1::ActorMessage out;
         while (outbox.Pop(&out)) {
           if (!stream->Write(actor::EncodeActorMessage(out))) break;
+          if (pool) groups_pool.Give(std::move(out));
         }
       });
       while (true) {
@@ -289,15 +304,34 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch) {
           }
         }
         std::vector<rlvr::v1::RolloutGroup> groups;
+        if (pool) groups = groups_pool.Take(taken.size());
+        size_t made = 0;
         for (const auto& lease : taken) {
           const size_t index = sent.fetch_add(1);
           if (index >= total_groups) break;
-          rlvr::v1::RolloutGroup& g = groups.emplace_back(std::move(finished[index]));
+          if (!pool) groups.push_back(std::move(finished[index]));
+          rlvr::v1::RolloutGroup& g = groups[made++];
+          if (pool) {
+            // As actor/rollout.cc fills a group.
+            g.set_policy_version(sample.policy_version());
+            for (size_t i = 0; i < sample_ids.size(); ++i) {
+              rlvr::v1::Completion* c = g.add_completions();
+              c->mutable_token_ids()->Assign(sample_ids[i].begin(), sample_ids[i].end());
+              c->mutable_behaviour_logprobs()->Assign(sample_logprobs[i].begin(),
+                                                      sample_logprobs[i].end());
+              const rlvr::v1::Completion& from = sample.completions(static_cast<int>(i));
+              c->set_reward(from.reward());
+              c->set_verifier_reason(from.verifier_reason());
+              c->set_finish_reason(from.finish_reason());
+            }
+            g.set_generation_seconds(sample.generation_seconds());
+          }
           g.set_lease_id(lease.lease_id());
           g.set_prompt_id(lease.prompt_id());
           // The group alone in an ActorMessage: what the raw baseline sends.
           bytes += group_message_bytes;
         }
+        groups.resize(made);
         for (auto& msg : actor::PackGroups(std::move(groups), welcome.welcome().batch_messages(),
                                            welcome.welcome().max_message_bytes())) {
           outbox.Push(std::move(msg));
@@ -435,6 +469,7 @@ int main(int argc, char** argv) {
   bool unbatched = true;  // --unbatched 0 skips the one-group-per-message rows.
   int reps = 3;      // Each figure (and its baseline) is the fastest of this many runs.
   int streams = 0;   // --streams N: only the N-stream ingest rows (0: 1 and 4).
+  bool pool = true;  // --pool 0: groups prebuilt before the clock, not recycled.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -443,6 +478,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--unbatched") == 0) unbatched = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--streams") == 0) streams = std::max(0, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--pool") == 0) pool = std::atoi(argv[i + 1]) != 0;
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
@@ -454,7 +490,47 @@ int main(int argc, char** argv) {
     const std::string group_bytes = TemplateGroup().SerializeAsString();
     std::printf("\n[ingest] RolloutGroup G=%d x %d tokens = %zu bytes on the wire; best of %d\n",
                 kGroupSize, kTokens, group_bytes.size(), reps);
-    RunIngest(200, 1, batch);  // Warm-up.
+    std::printf("  (actors %s)\n",
+                pool ? "build each group when finished, in a recycled group (GroupPool), as the "
+                       "actor does"
+                     : "send groups prebuilt before the clock, freed after sending (--pool 0)");
+    {
+      // The learner's decoding of a RolloutBatch of --batch groups, against
+      // protobuf's parse and the copy into the trainer's groups it replaced.
+      rlvr::v1::ActorMessage m;
+      for (int i = 0; i < batch; ++i) *m.mutable_group_batch()->add_groups() = TemplateGroup().group();
+      const std::string wire = m.SerializeAsString();
+      std::vector<ReceivedGroup> slots;
+      size_t count = 0;
+      const int iterations = 2000;
+      double decode_s = 1e9, parse_s = 1e9;
+      for (int r = 0; r < reps; ++r) {
+        auto t0 = Clock::now();
+        for (int it = 0; it < iterations; ++it) {
+          if (DecodeRolloutMessage(wire, kGroupSize, &slots, &count) != DecodeOutcome::kBatch) {
+            g_failures++;
+          }
+        }
+        decode_s = std::min(decode_s, Since(t0));
+        google::protobuf::Arena arena;
+        t0 = Clock::now();
+        for (int it = 0; it < iterations; ++it) {
+          auto* parsed = google::protobuf::Arena::CreateMessage<rlvr::v1::ActorMessage>(&arena);
+          if (!parsed->ParseFromString(wire)) g_failures++;
+          for (int g = 0; g < parsed->group_batch().groups_size(); ++g) {
+            if (slots.size() <= static_cast<size_t>(g)) slots.emplace_back();
+            ConvertRolloutGroup(parsed->group_batch().groups(g), kGroupSize, 0, &slots[g]);
+          }
+          if (it % 64 == 63) arena.Reset();
+        }
+        parse_s = std::min(parse_s, Since(t0));
+      }
+      const double per = 1e6 / (static_cast<double>(iterations) * batch);
+      std::printf("  decoding a batch of %d: %.2f us per group | protobuf parse + copy into the "
+                  "trainer's groups: %.2f us | ratio %.1fx\n",
+                  batch, decode_s * per, parse_s * per, parse_s / decode_s);
+    }
+    RunIngest(200, 1, batch, pool);  // Warm-up.
     for (int b : {1, batch}) {
       if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
@@ -465,7 +541,7 @@ int main(int argc, char** argv) {
         IngestFigures f;
         double raw = 1e9;
         for (int r = 0; r < reps; ++r) {
-          IngestFigures run = RunIngest(groups, actors, b);
+          IngestFigures run = RunIngest(groups, actors, b, pool);
           if (r == 0 || run.seconds < f.seconds) f = run;
           raw = std::min(raw, RawTransfer(group_bytes, group_bytes.size(), run.groups, actors));
         }
