@@ -573,13 +573,7 @@ void ActorImpl::WeightLoop() {
   // now, while there are no weights to wait for anyway, so that the first
   // version is received as fast as the later ones.
   WeightAssembler assembler;
-  try {
-    torch::NoGradGuard no_grad;
-    policy::Transformer probe(options_.model, vocab_size_);
-    assembler.Reserve(policy::WeightsBlobBytes(probe));
-  } catch (const std::exception& e) {
-    LOG(WARNING) << "could not size the weight buffer: " << e.what();
-  }
+  assembler.Reserve(policy::WeightsBlobBytes(options_.model, vocab_size_));
   while (true) {
     auto ctx = std::make_shared<grpc::ClientContext>();
     rlvr::v1::WatchWeightsRequest request;

@@ -46,6 +46,26 @@ torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& w,
 
 }  // namespace
 
+std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size) {
+  // As TransformerImpl's constructor registers them; named_parameters()
+  // lists a module's own parameters before its submodules'.
+  const int64_t d = config.d_model;
+  const int64_t ff = config.d_ff;
+  std::vector<ParameterShape> out;
+  out.push_back({"embed", {vocab_size, d}});
+  out.push_back({"final_norm", {d}});
+  for (int i = 0; i < config.n_layers; ++i) {
+    const std::string block = absl::StrCat("layers.", i, ".");
+    out.push_back({block + "attn_norm", {d}});
+    out.push_back({block + "qkv", {3 * d, d}});
+    out.push_back({block + "out", {d, d}});
+    out.push_back({block + "mlp_norm", {d}});
+    out.push_back({block + "gate_up", {2 * ff, d}});
+    out.push_back({block + "down", {d, ff}});
+  }
+  return out;
+}
+
 TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size)
     : config_(config), vocab_size_(vocab_size) {
   TORCH_CHECK(vocab_size >= 1, "vocab_size must be >= 1");
@@ -57,6 +77,7 @@ TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size
   const int64_t d = config.d_model;
   const double std = config.init_std;
   torch::NoGradGuard no_grad;
+  // Keep ParameterLayout in step with what is registered here.
   embed_ = register_parameter("embed", torch::randn({vocab_size, d}) * std);
   // Parameter names may not contain '.', so blocks are nested modules:
   // "layers" -> "<i>" -> parameters, giving "layers.<i>.qkv" and so on.

@@ -24,6 +24,7 @@
 #define RLVR_COMMON_POLICY_MODEL_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,15 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor rope_table_;  // [max_seq_len, head_dim] float64: cos | sin of position * inv_freq_.
 };
 TORCH_MODULE(Transformer);
+
+// The parameters a Transformer of this shape registers, in the order of
+// named_parameters(), each float32: what sizes its weight blob without
+// building one (a model test checks the two agree).
+struct ParameterShape {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size);
 
 // A validated model: checks `config` and vocab_size, seeds the global torch
 // RNG with `init_seed` and constructs. InvalidArgument on a bad config.

@@ -121,6 +121,17 @@ uint64_t WeightsBlobBytes(Transformer& model) {
   return bytes;
 }
 
+uint64_t WeightsBlobBytes(const rlvr::ModelConfig& config, int vocab_size) {
+  uint64_t bytes = kHeaderBytes + 4;
+  for (const ParameterShape& p : ParameterLayout(config, vocab_size)) {
+    uint64_t numel = 1;
+    for (int64_t dim : p.dims) numel *= static_cast<uint64_t>(dim);
+    bytes += 4 + p.name.size() + 1 + 4 + 8 * static_cast<uint64_t>(p.dims.size()) + 8 +
+             sizeof(float) * numel;
+  }
+  return bytes;
+}
+
 absl::StatusOr<uint64_t> PeekWeightsVersion(absl::string_view blob) {
   uint64_t version = 0;
   absl::Status s = CheckHeader(blob, &version);

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/run_config.h"
 
 namespace rlvr::policy {
 
@@ -30,6 +31,8 @@ std::string SerializeWeights(Transformer& model, uint64_t version);
 
 // Size of SerializeWeights(model, v) in bytes, without serializing.
 uint64_t WeightsBlobBytes(Transformer& model);
+// The same for any model of this shape, without building one.
+uint64_t WeightsBlobBytes(const rlvr::ModelConfig& config, int vocab_size);
 
 // Validates everything (magic, format version, length, checksum, the exact
 // set of names, dtypes and shapes) before touching the model; on any error

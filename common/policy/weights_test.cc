@@ -63,6 +63,25 @@ TEST(WeightsTest, RoundTripIsBitExact) {
   EXPECT_EQ(SerializeWeights(b, 42), blob);
   EXPECT_TRUE(LoadWeights(blob, b, nullptr).ok());
   EXPECT_EQ(WeightsBlobBytes(a), blob.size());  // Known without serializing.
+  EXPECT_EQ(WeightsBlobBytes(Small(), 11), blob.size());  // And without a model.
+}
+
+TEST(WeightsTest, LayoutIsWhatTheModelRegisters) {
+  ModelConfig c = Small();
+  for (int layers : {1, 3}) {
+    c.n_layers = layers;
+    c.d_ff = 24 + layers;
+    Transformer m = Make(3, c);
+    const std::vector<ParameterShape> layout = ParameterLayout(c, 11);
+    const auto named = m->named_parameters(/*recurse=*/true);
+    ASSERT_EQ(layout.size(), named.size());
+    for (size_t i = 0; i < layout.size(); ++i) {
+      EXPECT_EQ(layout[i].name, named[i].key());
+      EXPECT_EQ(layout[i].dims, named[i].value().sizes().vec()) << layout[i].name;
+      EXPECT_EQ(named[i].value().scalar_type(), torch::kFloat32) << layout[i].name;
+    }
+    EXPECT_EQ(WeightsBlobBytes(c, 11), SerializeWeights(m, 1).size());
+  }
 }
 
 struct Corruption {
