@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <glog/logging.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -23,11 +24,6 @@ int64_t GroupBytes(const Group& group) {
   }
   return bytes;
 }
-size_t VarintBytes(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
-}
 }  // namespace
 
 size_t MessageBytesForLimit(const rlvr::v1::RolloutGroup& group, int64_t limit) {
@@ -43,7 +39,7 @@ size_t MessageBytesForLimit(const rlvr::v1::RolloutGroup& group, int64_t limit) 
   }
   if (!exact && static_cast<int64_t>(bound) <= limit) return bound;
   const size_t body = group.ByteSizeLong();
-  return 1 + VarintBytes(body) + body;
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(body) + body;
 }
 
 Ingest::Ingest(IngestOptions options, std::vector<LeasePrompt> prompts, LearnerMetrics* metrics)

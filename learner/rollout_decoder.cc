@@ -9,8 +9,12 @@
 #include <immintrin.h>
 #endif
 
+#include <google/protobuf/io/coded_stream.h>
+
 namespace rlvr::learner {
 namespace {
+
+using google::protobuf::io::CodedOutputStream;
 
 // Field numbers and wire types of the messages read here (session.proto,
 // rollout.proto).
@@ -78,18 +82,20 @@ class Reader {
       case kVarint:
         return Varint(&v);
       case kFixed64:
-        if (end_ - p_ < 8) return false;
-        p_ += 8;
-        return true;
+        return Advance(8);
       case kLengthDelimited:
         return Delimited(&inner);
       case kFixed32:
-        if (end_ - p_ < 4) return false;
-        p_ += 4;
-        return true;
+        return Advance(4);
       default:
         return false;
     }
+  }
+
+  bool Advance(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
   }
 
   const uint8_t* begin() const { return p_; }
@@ -230,12 +236,6 @@ bool DecodeCompletion(Reader r, Rollout* out) {
   return true;
 }
 
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
-}
-
 // `scratch` receives completions past the limit: they are read (a
 // malformed one must still decline) but not kept.
 bool DecodeGroup(Reader r, int max_completions, ReceivedGroup* out, Rollout* scratch) {
@@ -244,7 +244,7 @@ bool DecodeGroup(Reader r, int max_completions, ReceivedGroup* out, Rollout* scr
   g.prompt_id.clear();
   g.policy_version = 0;
   out->completions = 0;
-  out->message_bytes = 1 + VarintSize(r.size()) + r.size();
+  out->message_bytes = 1 + CodedOutputStream::VarintSize64(r.size()) + r.size();
   size_t kept = 0;
   while (!r.done()) {
     uint32_t field, wire_type;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
 
@@ -15,11 +16,10 @@
 namespace rlvr::learner {
 namespace {
 
+// Tag, length and body: the group alone in an ActorMessage.
 size_t AloneBytes(const rlvr::v1::RolloutGroup& g) {
   const size_t body = g.ByteSizeLong();
-  size_t n = 1;
-  for (size_t v = body; v >= 0x80; v >>= 7) ++n;
-  return 1 + n + body;
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(body) + body;
 }
 
 google::protobuf::UnknownFieldSet* Unknown(google::protobuf::Message* m) {

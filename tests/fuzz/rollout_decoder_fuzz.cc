@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include "learner/rollout_decoder.h"
 #include "rlvr/v1/session.pb.h"
 
@@ -29,11 +31,10 @@ using rlvr::learner::ReceivedGroup;
   std::abort();
 }
 
+// Tag, length and body: the group alone in an ActorMessage.
 size_t AloneBytes(const rlvr::v1::RolloutGroup& g) {
   const size_t body = g.ByteSizeLong();
-  size_t n = 1;
-  for (size_t v = body; v >= 0x80; v >>= 7) ++n;
-  return 1 + n + body;
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(body) + body;
 }
 
 void Compare(const ReceivedGroup& got, const ReceivedGroup& want, bool sizes, size_t i) {
