@@ -186,15 +186,19 @@ TEST_F(LearnerIntegrationTest, KilledActorsLeasesAreReissuedAndEveryPromptTraine
   int port = WaitForPort(*learner);
   ASSERT_GT(port, 0);
   // Actor a connects first and is granted leases with its Welcome; freeze it
-  // (its session stays open, its leases unanswered), let b train, then kill
-  // a mid-lease.
+  // (its session stays open, its leases unanswered), start b, then kill a
+  // mid-lease as soon as b has a session. (Not later: with this tiny model b
+  // trains all 12 updates within ~50 ms of connecting, and a's prompts must
+  // be re-queued while the run still needs them for epoch 0 to complete.)
   auto a = StartActor(port, "actor-a");
   ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-a") != std::string::npos; },
-                      60))
+                      60, std::chrono::milliseconds(1)))
       << learner->Log();
   a->Signal(SIGSTOP);
   auto b = StartActor(port, "actor-b");
-  ASSERT_TRUE(WaitFor([&] { return MetricsLines() >= 1; }, 60)) << learner->Log();
+  ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-b") != std::string::npos; },
+                      60, std::chrono::milliseconds(1)))
+      << learner->Log();
   a->Signal(SIGKILL);
   a->Wait(10);
   ASSERT_EQ(learner->Wait(90), 0) << learner->Log();
