@@ -435,5 +435,30 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
   ExpectAccepted(next, Group(next.NextLease(), 1));
 }
 
+// A batch larger than an HTTP/2 frame arrives in several slices, which the
+// session joins before decoding: every group is judged as if sent alone.
+TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
+  if (!GetParam()) GTEST_SKIP() << "batches only";
+  Client c = Connect(8);
+  ActorMessage batch;
+  for (int i = 0; i < 8; ++i) {
+    ActorMessage m = Group(c.NextLease(), 1);
+    // ~1.9 KB of reason per completion: ~3.9 KB per group (limit 4 KiB), ~31 KB in all.
+    for (auto& comp : *m.mutable_group()->mutable_completions()) {
+      comp.set_verifier_reason(std::string(1900, 'r'));
+    }
+    *batch.mutable_group_batch()->add_groups() = m.group();
+  }
+  ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
+  ASSERT_TRUE(c.stream->Write(batch));
+  std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
+  ASSERT_EQ(acks.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(acks[i].accepted()) << acks[i].detail();
+    EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
+  }
+  EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+}
+
 }  // namespace
 }  // namespace rlvr::learner
