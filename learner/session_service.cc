@@ -228,8 +228,14 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     return true;
   }
 
+  // Lets go of the last message (its slices and, if it was large, the
+  // joined copy: a session keeps at most kKeepWireBytes between messages)
+  // and starts reading the next.
   void ReadNext() {
     in_.Clear();
+    in_slice_ = grpc::Slice();
+    in_slices_.clear();
+    if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
     StartRead(&in_);
   }
 
@@ -320,6 +326,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   std::string wire_;
   std::vector<ReceivedGroup> received_;
   static constexpr size_t kArenaBlockBytes = 64 << 10;
+  static constexpr size_t kKeepWireBytes = 1 << 20;
   std::unique_ptr<char[]> arena_block_{new char[kArenaBlockBytes]};
   google::protobuf::Arena arena_{ArenaOptionsFor(arena_block_.get())};
   std::string actor_id_;
