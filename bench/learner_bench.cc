@@ -507,7 +507,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) {
         auto t0 = Clock::now();
         for (int it = 0; it < iterations; ++it) {
-          if (DecodeRolloutMessage(wire, kGroupSize, &slots, &count) != DecodeOutcome::kBatch) {
+          if (DecodeRolloutMessage(wire, {kGroupSize, static_cast<size_t>(batch)}, &slots, &count) != DecodeOutcome::kBatch) {
             g_failures++;
           }
         }

@@ -113,7 +113,7 @@ TEST(IngestTest, RecycledGroupsAreReusedWithNothingLeftOver) {
       }
     }
     size_t count = 0;
-    EXPECT_EQ(DecodeRolloutMessage(m.SerializeAsString(), 2, &slots, &count),
+    EXPECT_EQ(DecodeRolloutMessage(m.SerializeAsString(), {2, 8}, &slots, &count),
               DecodeOutcome::kBatch);
     google::protobuf::RepeatedPtrField<Ack> acks;
     f.ingest.SubmitReceived(s, &slots, count, &acks);

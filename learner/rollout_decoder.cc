@@ -48,11 +48,28 @@ class Reader {
     return false;
   }
 
+  // A tag or a length: at most 5 bytes, the last below `last_limit`, as
+  // protobuf reads them (it refuses a longer, padded encoding).
+  bool Varint32(uint8_t last_limit, uint32_t* v) {
+    uint32_t result = 0;
+    for (int i = 0; i < 5; ++i) {
+      if (p_ == end_) return false;
+      const uint8_t b = *p_++;
+      if (i == 4 && b >= last_limit) return false;
+      result |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
   // A tag with a field number >= 1 and a wire type this reader can skip
   // (not the deprecated group types).
   bool Tag(uint32_t* field, uint32_t* wire_type) {
-    uint64_t tag;
-    if (!Varint(&tag) || tag > 0xffffffffu) return false;
+    uint32_t tag;
+    if (!Varint32(/*last_limit=*/16, &tag)) return false;
     *field = static_cast<uint32_t>(tag >> 3);
     *wire_type = static_cast<uint32_t>(tag & 7);
     return *field != 0 && (*wire_type == kVarint || *wire_type == kFixed64 ||
@@ -61,8 +78,8 @@ class Reader {
 
   // The payload of a length-delimited field.
   bool Delimited(Reader* inner) {
-    uint64_t n;
-    if (!Varint(&n) || n > static_cast<uint64_t>(end_ - p_) || n > 0x7fffffffu) return false;
+    uint32_t n;
+    if (!Varint32(/*last_limit=*/8, &n) || n > static_cast<uint64_t>(end_ - p_)) return false;
     *inner = Reader(p_, p_ + n);
     p_ += n;
     return true;
@@ -289,13 +306,42 @@ ReceivedGroup* Slot(std::vector<ReceivedGroup>* out, size_t index) {
   return &(*out)[index];
 }
 
+// Whether the message's group_batch holds more than `max_groups` groups,
+// judged from the field headers alone, as protobuf would assemble it: the
+// groups of repeated group_batch fields add up, and another member of the
+// kind oneof discards them (so the whole message is scanned: it allocates
+// nothing). At a malformed header the scan stops and judges the groups so
+// far.
+bool MoreGroupsThan(Reader r, size_t max_groups) {
+  size_t groups = 0;
+  while (!r.done()) {
+    uint32_t field, wire_type;
+    Reader inner(nullptr, nullptr);
+    if (!r.Tag(&field, &wire_type)) break;
+    if (field != kActorGroupBatch || wire_type != kLengthDelimited) {
+      if (field <= 3 && wire_type == kLengthDelimited) groups = 0;  // hello, group, return_leases.
+      if (!r.Skip(wire_type)) break;
+      continue;
+    }
+    if (!r.Delimited(&inner)) break;
+    while (!inner.done()) {
+      uint32_t f, w;
+      if (!inner.Tag(&f, &w) || !inner.Skip(w)) break;
+      // Field 1 of another wire type is an unknown field to protobuf.
+      if (f == kBatchGroups && w == kLengthDelimited) ++groups;
+    }
+  }
+  return groups > max_groups;
+}
+
 }  // namespace
 
-DecodeOutcome DecodeRolloutMessage(std::string_view wire, int max_completions,
+DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& limits,
                                    std::vector<ReceivedGroup>* out, size_t* count) {
   const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
   Reader r(p, p + wire.size());
-  max_completions = std::max(max_completions, 0);
+  if (MoreGroupsThan(r, limits.max_groups)) return DecodeOutcome::kTooManyGroups;
+  const int max_completions = std::max(limits.max_completions, 0);
   Rollout scratch;
   DecodeOutcome outcome = DecodeOutcome::kDecline;
   *count = 0;

@@ -33,17 +33,29 @@
 namespace rlvr::learner {
 
 enum class DecodeOutcome {
-  kGroup,    // ActorMessage.group: its one group is in (*out)[0].
-  kBatch,    // ActorMessage.group_batch: its groups are in `out`.
-  kDecline,  // Anything else: parse the message with protobuf.
+  kGroup,          // ActorMessage.group: its one group is in (*out)[0].
+  kBatch,          // ActorMessage.group_batch: its groups are in `out`.
+  kDecline,        // Anything else: parse the message with protobuf.
+  kTooManyGroups,  // A group_batch of more than max_groups groups.
+};
+
+struct DecodeLimits {
+  // Completions kept per group (>= 0); more are counted, not stored.
+  int max_completions = 0;
+  // Groups one message may carry: a session answers at most as many leases
+  // as it holds. A batch of more is refused before anything is decoded or
+  // parsed (a message of empty groups would otherwise cost ~100 bytes of
+  // memory per 2 bytes received).
+  size_t max_groups = 0;
 };
 
 // Decodes `wire` (one whole ActorMessage). On kGroup and kBatch,
 // (*out)[0, *count) hold the message's groups in order; slots are reused,
-// so out->size() may exceed *count. Completions beyond
-// `max_completions` (>= 0) are counted but not stored. On kDecline the
-// contents of `out` and `*count` are unspecified.
-DecodeOutcome DecodeRolloutMessage(std::string_view wire, int max_completions,
+// so out->size() may exceed *count. kTooManyGroups is decided first, from
+// the batch's field headers alone (even if the message is malformed past
+// them). On kDecline and kTooManyGroups the contents of `out` and `*count`
+// are unspecified.
+DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& limits,
                                    std::vector<ReceivedGroup>* out, size_t* count);
 
 // The same conversion from a parsed message, for groups that arrive as

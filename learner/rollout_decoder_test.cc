@@ -16,6 +16,8 @@
 namespace rlvr::learner {
 namespace {
 
+constexpr size_t kMaxGroups = 64;
+
 // Tag, length and body: the group alone in an ActorMessage.
 size_t AloneBytes(const rlvr::v1::RolloutGroup& g) {
   const size_t body = g.ByteSizeLong();
@@ -59,9 +61,15 @@ void ExpectSame(const ReceivedGroup& got, const ReceivedGroup& want, bool sizes)
 DecodeOutcome CheckAgainstProtobuf(const std::string& wire, int limit,
                                    std::vector<ReceivedGroup>* slots) {
   size_t count = 0;
-  const DecodeOutcome outcome = DecodeRolloutMessage(wire, limit, slots, &count);
+  const DecodeOutcome outcome = DecodeRolloutMessage(wire, {limit, kMaxGroups}, slots, &count);
   if (outcome == DecodeOutcome::kDecline) return outcome;
   rlvr::v1::ActorMessage parsed;
+  if (outcome == DecodeOutcome::kTooManyGroups) {
+    if (parsed.ParseFromString(wire)) {
+      EXPECT_GT(parsed.group_batch().groups_size(), static_cast<int>(kMaxGroups));
+    }
+    return outcome;
+  }
   EXPECT_TRUE(parsed.ParseFromString(wire)) << "decoded bytes protobuf rejects";
   std::vector<const rlvr::v1::RolloutGroup*> groups;
   if (outcome == DecodeOutcome::kGroup) {
@@ -154,6 +162,41 @@ TEST(RolloutDecoderTest, KeepsCompletionsUpToTheLimitAndCountsTheRest) {
   EXPECT_EQ(slots[0].group.rollouts[3].tokens, std::vector<int>{3});
 }
 
+TEST(RolloutDecoderTest, RefusesBatchesOfMoreGroupsThanTheLimitBeforeDecoding) {
+  rlvr::v1::ActorMessage m;
+  for (int i = 0; i < 10; ++i) m.mutable_group_batch()->add_groups()->set_lease_id(i + 1);
+  const std::string ten = m.SerializeAsString();
+  std::vector<ReceivedGroup> slots;
+  size_t count = 0;
+  EXPECT_EQ(DecodeRolloutMessage(ten, {2, 10}, &slots, &count), DecodeOutcome::kBatch);
+  EXPECT_EQ(count, 10u);
+  slots.clear();
+  EXPECT_EQ(DecodeRolloutMessage(ten, {2, 9}, &slots, &count), DecodeOutcome::kTooManyGroups);
+  EXPECT_TRUE(slots.empty()) << "nothing is decoded for a refused batch";
+  // Two group_batch fields merge (protobuf appends their groups): 6 + 6 > 10.
+  rlvr::v1::ActorMessage six;
+  for (int i = 0; i < 6; ++i) six.mutable_group_batch()->add_groups();
+  const std::string twice = six.SerializeAsString() + six.SerializeAsString();
+  EXPECT_EQ(DecodeRolloutMessage(twice, {2, 10}, &slots, &count), DecodeOutcome::kTooManyGroups);
+  // A million empty groups (2 bytes each) are refused without a slot.
+  std::string many = "\x22";
+  std::string body;
+  for (int i = 0; i < 1000000; ++i) body += std::string("\x0a\x00", 2);
+  std::string len;
+  for (size_t v = body.size(); ; v >>= 7) {
+    len += static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+    if (v < 0x80) break;
+  }
+  many += len + body;
+  EXPECT_EQ(DecodeRolloutMessage(many, {2, 64}, &slots, &count), DecodeOutcome::kTooManyGroups);
+  EXPECT_TRUE(slots.empty());
+  // The limit does not concern a single group.
+  rlvr::v1::ActorMessage one;
+  one.mutable_group()->set_lease_id(3);
+  EXPECT_EQ(DecodeRolloutMessage(one.SerializeAsString(), {2, 0}, &slots, &count),
+            DecodeOutcome::kGroup);
+}
+
 TEST(RolloutDecoderTest, ReusedSlotsKeepNothingFromEarlierMessages) {
   std::mt19937_64 rng(3);
   rlvr::v1::ActorMessage big;
@@ -217,7 +260,7 @@ TEST(RolloutDecoderTest, DeclinesWhatProtobufShouldJudge) {
   std::vector<ReceivedGroup> slots;
   size_t count;
   auto decode = [&](const std::string& wire) {
-    return DecodeRolloutMessage(wire, 8, &slots, &count);
+    return DecodeRolloutMessage(wire, {8, kMaxGroups}, &slots, &count);
   };
   rlvr::v1::ActorMessage hello;
   hello.mutable_hello()->set_actor_id("a");
@@ -249,6 +292,12 @@ TEST(RolloutDecoderTest, DeclinesWhatProtobufShouldJudge) {
   EXPECT_EQ(decode(std::string("\x12\x02\x00\x00", 4)), DecodeOutcome::kDecline);
   // A length past the end.
   EXPECT_EQ(decode(std::string("\x12\x09\x22\x01", 4)), DecodeOutcome::kDecline);
+  // A length or a tag padded past 5 bytes (protobuf reads neither; found by
+  // the fuzz target: this length reads as 0 if all 10 bytes are taken).
+  EXPECT_EQ(decode(std::string("\x12\x80\x80\x80\x80\x80\x80\x80\x80\x80\x12", 11)),
+            DecodeOutcome::kDecline);
+  EXPECT_EQ(decode(std::string("\x12\x07\x88\x80\x80\x80\x80\x00\x01", 9)),
+            DecodeOutcome::kDecline);
 }
 
 TEST(RolloutDecoderTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) {

@@ -58,8 +58,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     }
     const std::string_view wire = WireBytes();
     size_t count = 0;
-    const DecodeOutcome outcome =
-        DecodeRolloutMessage(wire, ingest_->options().group_size, &received_, &count);
+    const DecodeOutcome outcome = DecodeRolloutMessage(
+        wire, DecodeLimits{ingest_->options().group_size, capacity_}, &received_, &count);
     switch (outcome) {
       case DecodeOutcome::kGroup:
       case DecodeOutcome::kBatch:
@@ -72,6 +72,21 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       case DecodeOutcome::kDecline:
         if (!HandleParsed(wire)) return;
         break;
+      case DecodeOutcome::kTooManyGroups: {
+        if (session_ == 0) {
+          FailBeforeHello();
+          return;
+        }
+        LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): a RolloutBatch of more "
+                     << "than " << capacity_ << " groups; ending the call";
+        absl::MutexLock l(&mu_);
+        RequestFinishLocked(grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("a RolloutBatch of more than ", capacity_,
+                         " groups: the session holds at most Hello.capacity = ", capacity_,
+                         " leases")));
+        return;
+      }
     }
     ReadNext();
   }
@@ -204,6 +219,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       return false;
     }
     actor_id_ = hello.actor_id().substr(0, 128);
+    capacity_ = static_cast<size_t>(hello.capacity());  // >= 1: OpenSession checked it.
     LOG(INFO) << "session " << *id << " opened: actor " << actor_id_ << " ("
               << hello.incarnation().substr(0, 64) << ") capacity " << hello.capacity()
               << " from " << peer_;
@@ -325,6 +341,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   std::vector<grpc::Slice> in_slices_;
   std::string wire_;
   std::vector<ReceivedGroup> received_;
+  size_t capacity_ = 0;  // Hello.capacity: the most groups one message may carry.
   static constexpr size_t kArenaBlockBytes = 64 << 10;
   static constexpr size_t kKeepWireBytes = 1 << 20;
   std::unique_ptr<char[]> arena_block_{new char[kArenaBlockBytes]};

@@ -397,7 +397,7 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
   group.mutable_group()->mutable_completions(0)->set_verifier_reason("r\xc3\xa9ponse");
   std::vector<ReceivedGroup> slots;
   size_t count;
-  ASSERT_EQ(DecodeRolloutMessage(group.SerializeAsString(), 2, &slots, &count),
+  ASSERT_EQ(DecodeRolloutMessage(group.SerializeAsString(), {2, 2}, &slots, &count),
             DecodeOutcome::kDecline);
   ActorMessage batch;
   *batch.mutable_group_batch()->add_groups() = group.group();
@@ -458,6 +458,31 @@ TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
     EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
   }
   EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+}
+
+// A RolloutBatch of more groups than the session's capacity (it can hold no
+// more leases than that) ends the call before anything in it is judged; its
+// leases go back to the queue.
+TEST_P(SessionServiceTest, BatchOfMoreGroupsThanTheCapacityEndsTheCall) {
+  if (!GetParam()) GTEST_SKIP() << "batches only";
+  Client c = Connect(2);
+  WorkLease a = c.NextLease();
+  WorkLease b = c.NextLease();
+  ActorMessage batch;
+  for (const WorkLease& l : {a, b, a}) *batch.mutable_group_batch()->add_groups() = Group(l, 1).group();
+  ASSERT_TRUE(c.stream->Write(batch));
+  LearnerMessage m;
+  while (c.stream->Read(&m)) EXPECT_FALSE(m.has_ack_batch()) << "no group may be judged";
+  const grpc::Status status = c.stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("more than 2 groups"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(metrics_.groups_accepted->Value(), 0);
+  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ingest_->Snapshot().leases_outstanding, 0u);
+  EXPECT_GE(ingest_->Snapshot().leases_reissued, 2u);
 }
 
 }  // namespace

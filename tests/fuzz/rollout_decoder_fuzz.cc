@@ -5,7 +5,8 @@
 // converting the groups gives: the same kind, the same number of groups,
 // and per group the same lease, prompt id, version, completion count and
 // rollouts (floats compared bit for bit). The encoded size must match
-// protobuf's where the bytes are protobuf's own encoding. The output slots
+// protobuf's where the bytes are protobuf's own encoding. A batch refused as
+// too large must be one, where protobuf parses it. The output slots
 // are reused across inputs, as a session reuses them across messages.
 #include <cstddef>
 #include <cstdint>
@@ -69,10 +70,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int limit = size == 0 ? 0 : data[size - 1] % 6;
   const std::string_view wire(reinterpret_cast<const char*>(data), size);
   size_t count = 0;
-  const DecodeOutcome outcome = rlvr::learner::DecodeRolloutMessage(wire, limit, slots, &count);
+  constexpr size_t kMaxGroups = 64;
+  const DecodeOutcome outcome =
+      rlvr::learner::DecodeRolloutMessage(wire, {limit, kMaxGroups}, slots, &count);
   if (outcome == DecodeOutcome::kDecline) return 0;
   rlvr::v1::ActorMessage parsed;
-  if (!parsed.ParseFromArray(data, static_cast<int>(size))) Fail("protobuf rejects", 0);
+  const bool parses = parsed.ParseFromArray(data, static_cast<int>(size));
+  if (outcome == DecodeOutcome::kTooManyGroups) {
+    // Decided from field headers alone; where protobuf parses the message,
+    // it must agree that the batch is that large.
+    if (parses && parsed.group_batch().groups_size() <= static_cast<int>(kMaxGroups)) {
+      Fail("too many groups, but protobuf parses fewer", 0);
+    }
+    return 0;
+  }
+  if (!parses) Fail("protobuf rejects", 0);
   std::vector<const rlvr::v1::RolloutGroup*> groups;
   if (outcome == DecodeOutcome::kGroup) {
     if (parsed.kind_case() != rlvr::v1::ActorMessage::kGroup) Fail("kind", 0);
