@@ -19,7 +19,7 @@ using google::protobuf::io::CodedOutputStream;
 // Field numbers and wire types of the messages read here (session.proto,
 // rollout.proto).
 constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-constexpr uint32_t kActorGroup = 2, kActorGroupBatch = 4;
+constexpr uint32_t kActorHello = 1, kActorGroup = 2, kActorReturnLeases = 3, kActorGroupBatch = 4;
 constexpr uint32_t kBatchGroups = 1;
 constexpr uint32_t kGroupLeaseId = 1, kGroupPromptId = 2, kGroupPolicyVersion = 3,
                    kGroupCompletions = 4, kGroupGenerationSeconds = 5;
@@ -86,9 +86,9 @@ class Reader {
   }
 
   bool Fixed32(uint32_t* v) {
-    if (end_ - p_ < 4) return false;
-    std::memcpy(v, p_, 4);  // Little-endian, as x86 and aarch64 are.
-    p_ += 4;
+    const uint8_t* at = p_;
+    if (!Advance(4)) return false;
+    std::memcpy(v, at, 4);  // Little-endian, as x86 and aarch64 are.
     return true;
   }
 
@@ -319,7 +319,9 @@ bool MoreGroupsThan(Reader r, size_t max_groups) {
     Reader inner(nullptr, nullptr);
     if (!r.Tag(&field, &wire_type)) break;
     if (field != kActorGroupBatch || wire_type != kLengthDelimited) {
-      if (field <= 3 && wire_type == kLengthDelimited) groups = 0;  // hello, group, return_leases.
+      const bool other_kind =
+          field == kActorHello || field == kActorGroup || field == kActorReturnLeases;
+      if (other_kind && wire_type == kLengthDelimited) groups = 0;
       if (!r.Skip(wire_type)) break;
       continue;
     }
@@ -350,7 +352,9 @@ DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& li
     if (!r.Tag(&field, &wire_type)) return DecodeOutcome::kDecline;
     if (field != kActorGroup && field != kActorGroupBatch) {
       // Hello and ReturnLeases are protobuf's; unknown fields are skipped.
-      if (field == 1 || field == 3 || !r.Skip(wire_type)) return DecodeOutcome::kDecline;
+      if (field == kActorHello || field == kActorReturnLeases || !r.Skip(wire_type)) {
+        return DecodeOutcome::kDecline;
+      }
       continue;
     }
     // A second kind field merges into or replaces the first: protobuf's call.

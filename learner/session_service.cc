@@ -159,28 +159,21 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     switch (in->kind_case()) {
       case rlvr::v1::ActorMessage::kHello:
         return HandleHello(in->hello());
-      case rlvr::v1::ActorMessage::kGroup: {
-        if (session_ == 0) return FailBeforeHello();
-        rlvr::v1::Ack ack = ingest_->Submit(
-            session_, in->group(),
-            MessageBytesForLimit(in->group(), ingest_->options().max_message_bytes));
-        rlvr::v1::LearnerMessage m;
-        *m.mutable_ack() = std::move(ack);
-        LogRejects(m.ack());
-        absl::MutexLock l(&mu_);
-        out_.push_back(std::move(m));
-        PumpLocked();
-        return true;
-      }
+      case rlvr::v1::ActorMessage::kGroup:
       case rlvr::v1::ActorMessage::kGroupBatch: {
+        // Converted into the decoder's slots and answered as decoded groups.
         if (session_ == 0) return FailBeforeHello();
-        rlvr::v1::LearnerMessage m;
-        auto* acks = m.mutable_ack_batch()->mutable_acks();
-        ingest_->SubmitBatch(session_, in->group_batch(), acks);
-        for (const rlvr::v1::Ack& ack : *acks) LogRejects(ack);
-        absl::MutexLock l(&mu_);
-        out_.push_back(std::move(m));
-        PumpLocked();
+        const bool batch = in->kind_case() == rlvr::v1::ActorMessage::kGroupBatch;
+        const size_t n = batch ? static_cast<size_t>(in->group_batch().groups_size()) : 1;
+        if (received_.size() < n) received_.resize(n);
+        const IngestOptions& o = ingest_->options();
+        for (size_t i = 0; i < n; ++i) {
+          const rlvr::v1::RolloutGroup& group =
+              batch ? in->group_batch().groups(static_cast<int>(i)) : in->group();
+          ConvertRolloutGroup(group, o.group_size, MessageBytesForLimit(group, o.max_message_bytes),
+                              &received_[i]);
+        }
+        SubmitReceived(n, batch);
         return true;
       }
       case rlvr::v1::ActorMessage::kReturnLeases: {
