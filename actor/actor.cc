@@ -25,6 +25,7 @@
 #include "actor/rollout.h"
 #include "actor/transport.h"
 #include "actor/weight_assembler.h"
+#include "actor/weight_stream.h"
 #include "common/auth.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
@@ -585,42 +586,35 @@ void ActorImpl::WeightLoop() {
     }
     request.set_watcher_id(options_.actor_id);
     AttachToken(ctx.get(), options_.auth_token);
-    // Chunks stay raw bytes: the assembler copies their data straight from
-    // gRPC's slices into the blob (no WeightChunk parse copy).
-    auto reader = OpenWeightWatch(weight_channel_.get(), ctx.get(), request);
-    assembler.Reset();  // A transfer cut off with the previous stream starts over.
-    grpc::ByteBuffer wire;
-    WeightChunkHeader chunk;
-    Clock::time_point first_chunk;
+    // Chunks are checked and assembled on gRPC's threads; each complete
+    // blob is installed here (model code stays off those threads).
+    WeightStream stream(weight_channel_.get(), ctx.get(), request, &assembler);
     bool failed = false;
     bool installed = false;
-    while (reader->Read(&wire)) {
-      if (!assembler.in_progress()) first_chunk = Clock::now();
-      absl::Status status = assembler.AddWire(wire, &chunk);
-      wire.Clear();
-      if (status.ok() && assembler.complete()) {
-        absl::StatusOr<std::string> blob = assembler.TakeBlob();
-        status = blob.ok() ? InstallBlob(*blob, chunk.version) : blob.status();
-        if (status.ok()) {
-          metrics_.weight_sync_seconds.Observe(SecondsSince(first_chunk));
-          installed = true;
-        }
-        // The weights are copied into the model: the next version reuses the buffer.
-        if (blob.ok()) assembler.Recycle(*std::move(blob));
-      }
-      if (!status.ok()) {
-        LOG(WARNING) << "discarding weight transfer of version " << chunk.version << ": "
+    WeightStream::Event event = stream.Next();
+    for (; event.kind == WeightStream::Event::kBlob; event = stream.Next()) {
+      absl::Status status = InstallBlob(event.blob, event.version);
+      if (status.ok()) {
+        metrics_.weight_sync_seconds.Observe(SecondsSince(event.first_chunk));
+        installed = true;
+      } else {
+        LOG(WARNING) << "discarding weight transfer of version " << event.version << ": "
                      << status;
         failed = true;
-        break;
+        ctx->TryCancel();
       }
+      // The weights are copied into the model: the next version reuses the buffer.
+      stream.Resume(std::move(event.blob));
     }
-    if (!failed && assembler.in_progress()) {
+    if (!event.transfer_error.ok()) {
+      LOG(WARNING) << "discarding weight transfer of version " << event.chunk_version << ": "
+                   << event.transfer_error;
+      failed = true;
+    } else if (!failed && event.mid_transfer) {
       LOG(WARNING) << "weight stream ended mid-transfer of version " << assembler.version();
       failed = true;
     }
-    ctx->TryCancel();
-    grpc::Status status = reader->Finish();
+    const grpc::Status& status = event.status;
     if (failed) {
       metrics_.weight_sync_failures.Increment();
       std::lock_guard<std::mutex> lock(mu_);

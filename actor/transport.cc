@@ -10,7 +10,6 @@
 
 #include "actor/rollout_wire.h"
 #include "rlvr/v1/session.grpc.pb.h"
-#include "rlvr/v1/weights.grpc.pb.h"
 
 namespace rlvr::actor {
 namespace {
@@ -97,18 +96,6 @@ grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message) {
                         : message.SerializeWithCachedSizesToArray(begin);
   CHECK_EQ(end, slice.end()) << "ActorMessage changed while being encoded";
   return grpc::ByteBuffer(&slice, 1);
-}
-
-std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> OpenWeightWatch(
-    grpc::ChannelInterface* channel, grpc::ClientContext* context,
-    const rlvr::v1::WatchWeightsRequest& request) {
-  static const std::string* const kMethod = new std::string(
-      "/" + std::string(rlvr::v1::WeightService::service_full_name()) + "/WatchWeights");
-  const grpc::internal::RpcMethod method(kMethod->c_str(),
-                                         grpc::internal::RpcMethod::SERVER_STREAMING);
-  return std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>>(
-      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel, method, context,
-                                                                   request));
 }
 
 void SetWeightChannelArgs(grpc::ChannelArguments* args) {

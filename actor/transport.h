@@ -8,10 +8,9 @@
 //    RolloutWire (actor/rollout_wire.h), others by protobuf, sized once
 //    (gRPC's own encoder sizes a large message twice, and walking every
 //    packed token varint was the largest user-space cost of sending groups);
-//  - OpenWeightWatch: WatchWeights with the responses left as raw bytes, for
-//    WeightAssembler::AddWire (no WeightChunk parse, one copy per byte);
 //  - SetWeightChannelArgs: HTTP/2 window and frame sizes for the weight
-//    channel so that 4 MiB chunks are not throttled by flow control.
+//    channel so that 4 MiB chunks are not throttled by flow control (the
+//    stream itself is actor/weight_stream.h).
 //
 // Thread safety: pure functions.
 #ifndef RLVR_ACTOR_TRANSPORT_H_
@@ -24,7 +23,6 @@
 #include <vector>
 
 #include "rlvr/v1/session.pb.h"
-#include "rlvr/v1/weights.pb.h"
 
 namespace rlvr::actor {
 
@@ -46,12 +44,6 @@ std::unique_ptr<SessionStream> OpenSession(grpc::ChannelInterface* channel,
 // `message` encoded into one slice of exactly its size; the bytes are what
 // the generated stub would send.
 grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message);
-
-// Starts WeightService.WatchWeights on `channel` and returns a reader of the
-// raw WeightChunk messages. `context` must outlive the reader.
-std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> OpenWeightWatch(
-    grpc::ChannelInterface* channel, grpc::ClientContext* context,
-    const rlvr::v1::WatchWeightsRequest& request);
 
 // Sets the weight channel's HTTP/2 stream receive window (16 MiB: a few
 // chunks in flight) and the largest frame the peer may send (16 MiB - 1, so a

@@ -10,7 +10,7 @@
 // are long enough that a benchmark framework adds nothing.
 //
 // Both sides run the code the actor runs (actor/transport.h, Outbox,
-// WeightAssembler::AddWire), minus generation and model loading.
+// WeightStream and WeightAssembler), minus generation and model loading.
 //
 // Each figure and its baseline is the fastest of --reps runs (the machine
 // this runs on is shared; slower runs measure the neighbours).
@@ -40,6 +40,7 @@
 #include "actor/outbox.h"
 #include "actor/transport.h"
 #include "actor/weight_assembler.h"
+#include "actor/weight_stream.h"
 #include "common/grpc_util.h"
 #include "common/memory_policy.h"
 #include "learner/ingest.h"
@@ -406,45 +407,35 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
       auto channel = grpc::CreateCustomChannel(
           "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      grpc::ClientContext ctx;
-      rlvr::v1::WatchWeightsRequest req;
-      auto reader = actor::OpenWeightWatch(channel.get(), &ctx, req);
       actor::WeightAssembler assembler;
       // As the actor does at start, before any weights exist: fault in the
       // buffer of the first version (the cost is reported separately).
       const auto r0 = Clock::now();
       assembler.Reserve(blob_bytes);
       reserve_s[w] = Since(r0);
-      grpc::ByteBuffer wire;
+      grpc::ClientContext ctx;
+      rlvr::v1::WatchWeightsRequest req;
+      actor::WeightStream stream(channel.get(), &ctx, req, &assembler);
       ready++;
-      int got = 0;
-      while (got < kFanoutVersions && reader->Read(&wire)) {
-        if (!assembler.AddWire(wire).ok()) ok = false;
-        wire.Clear();
-        if (!ok) break;
-        if (!assembler.complete()) continue;
-        const uint64_t version = assembler.version();
-        absl::StatusOr<std::string> blob = assembler.TakeBlob();
-        const std::string& sent = *blobs[(version - 1) % 2];
-        if (!blob.ok() || blob->size() != blob_bytes ||
-            std::memcmp(blob->data(), sent.data(), std::min<size_t>(blob_bytes, 1 << 20)) != 0) {
+      actor::WeightStream::Event event = stream.Next();
+      for (; event.kind == actor::WeightStream::Event::kBlob; event = stream.Next()) {
+        const std::string& sent = *blobs[(event.version - 1) % 2];
+        if (event.blob.size() != blob_bytes ||
+            std::memcmp(event.blob.data(), sent.data(), std::min<size_t>(blob_bytes, 1 << 20)) !=
+                0) {
           ok = false;
-          break;
         }
-        assembler.Recycle(*std::move(blob));
         {
           absl::MutexLock l(&mu);
-          received[version - 1]++;
+          received[event.version - 1]++;
+          // Tear down (unmapping the 100 MiB buffer) only after the clock
+          // stopped: the last version's time must not include it.
+          if (event.version == static_cast<uint64_t>(kFanoutVersions) || !ok) mu.Await(absl::Condition(&clock_stopped));
         }
-        got = static_cast<int>(version);
+        if (event.version == static_cast<uint64_t>(kFanoutVersions) || !ok) ctx.TryCancel();
+        stream.Resume(std::move(event.blob));
       }
-      {
-        // Tear down (unmapping the 100 MiB buffer) only after the clock
-        // stopped: the last version's time must not include it.
-        absl::MutexLock l(&mu);
-        mu.Await(absl::Condition(&clock_stopped));
-      }
-      ctx.TryCancel();
+      if (!event.transfer_error.ok()) ok = false;
     });
   }
   while (ready.load() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));

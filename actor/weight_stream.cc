@@ -1,0 +1,111 @@
+#include "actor/weight_stream.h"
+
+#include <utility>
+
+#include <glog/logging.h>
+
+#include "rlvr/v1/weights.grpc.pb.h"
+
+namespace rlvr::actor {
+
+WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext* context,
+                           const rlvr::v1::WatchWeightsRequest& request,
+                           WeightAssembler* assembler)
+    : context_(context), assembler_(assembler), request_(request) {
+  assembler_->Reset();  // A transfer cut off with an earlier stream starts over.
+  static const std::string* const kMethod = new std::string(
+      "/" + std::string(rlvr::v1::WeightService::service_full_name()) + "/WatchWeights");
+  const grpc::internal::RpcMethod method(kMethod->c_str(),
+                                         grpc::internal::RpcMethod::SERVER_STREAMING);
+  // The responses stay raw bytes: AddWire copies the data straight from
+  // gRPC's slices into the blob (no WeightChunk parse copy).
+  grpc::internal::ClientCallbackReaderFactory<grpc::ByteBuffer>::Create(channel, method, context,
+                                                                       &request_, this);
+  // Resume() starts reads from the consumer's thread, outside any reaction:
+  // this hold keeps OnDone away until a read has failed (then no read is
+  // ever started again, and OnReadDone releases it).
+  AddHold();
+  StartRead(&wire_);
+  StartCall();
+}
+
+void WeightStream::OnReadDone(bool ok) {
+  if (!ok) {
+    RemoveHold();  // The call is over; OnDone follows.
+    return;
+  }
+  if (!assembler_->in_progress()) first_chunk_ = std::chrono::steady_clock::now();
+  WeightChunkHeader header;
+  absl::Status status = assembler_->AddWire(wire_, &header);
+  wire_.Clear();
+  if (!status.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      transfer_error_ = std::move(status);
+      bad_chunk_version_ = header.version;
+    }
+    context_->TryCancel();
+    StartRead(&wire_);  // Fails at once: the way to the end of the call.
+    return;
+  }
+  if (!assembler_->complete()) {
+    StartRead(&wire_);
+    return;
+  }
+  const uint64_t version = assembler_->version();
+  absl::StatusOr<std::string> blob = assembler_->TakeBlob();  // Complete: cannot fail.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    blob_ = std::move(*blob);
+    blob_version_ = version;
+    blob_first_chunk_ = first_chunk_;
+    has_blob_ = true;
+    paused_ = true;
+    cv_.notify_all();
+  }
+}
+
+void WeightStream::OnDone(const grpc::Status& status) {
+  // Notified under the lock: once the consumer sees done_, this object is
+  // not touched again and may be destroyed.
+  std::lock_guard<std::mutex> lock(mu_);
+  status_ = status;
+  mid_transfer_ = assembler_->in_progress();
+  done_ = true;
+  cv_.notify_all();
+}
+
+WeightStream::Event WeightStream::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return has_blob_ || done_; });
+  Event event;
+  if (has_blob_) {
+    has_blob_ = false;
+    event.kind = Event::kBlob;
+    event.blob = std::move(blob_);
+    blob_ = std::string();
+    event.version = blob_version_;
+    event.first_chunk = blob_first_chunk_;
+    return event;
+  }
+  event.kind = Event::kEnd;
+  event.transfer_error = transfer_error_;
+  event.chunk_version = bad_chunk_version_;
+  event.mid_transfer = mid_transfer_;
+  event.status = status_;
+  return event;
+}
+
+void WeightStream::Resume(std::string buffer) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    CHECK(paused_ && !has_blob_) << "WeightStream::Resume without a blob taken by Next()";
+    paused_ = false;
+  }
+  // No read is in flight, so no gRPC thread touches the assembler until the
+  // StartRead below (which orders this call before the next OnReadDone).
+  assembler_->Recycle(std::move(buffer));
+  StartRead(&wire_);
+}
+
+}  // namespace rlvr::actor

@@ -1,0 +1,137 @@
+#include "actor/weight_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "actor/testing/fake_learner.h"
+#include "actor/transport.h"
+
+namespace rlvr::actor {
+namespace {
+
+using testing::Corruption;
+using testing::FakeLearner;
+using testing::FakeLearnerOptions;
+
+// Bytes that are not a weights blob: the stream only moves and checks them.
+std::string Blob(size_t bytes, int seed) {
+  std::string blob(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i) blob[i] = static_cast<char>(i * 31 + seed);
+  return blob;
+}
+
+class WeightStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakeLearnerOptions options;
+    options.chunk_bytes = 16 << 10;
+    auto learner = FakeLearner::Start(options);
+    ASSERT_TRUE(learner.ok()) << learner.status();
+    learner_ = std::move(*learner);
+    grpc::ChannelArguments args;
+    SetWeightChannelArgs(&args);
+    channel_ = grpc::CreateCustomChannel(learner_->address(), grpc::InsecureChannelCredentials(),
+                                         args);
+  }
+
+  std::unique_ptr<FakeLearner> learner_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(WeightStreamTest, DeliversEachVersionAndReusesTheBufferGivenBack) {
+  const std::string v1 = Blob(100'000, 1), v2 = Blob(100'000, 2), v3 = Blob(50'000, 3);
+  learner_->PublishWeights(1, v1);
+  WeightAssembler assembler;
+  grpc::ClientContext context;
+  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+
+  WeightStream::Event e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kBlob);
+  EXPECT_EQ(e.version, 1u);
+  EXPECT_EQ(e.blob, v1);
+  // Published while the consumer holds version 1: read once it resumes.
+  learner_->PublishWeights(2, v2);
+  // The buffer given back (larger than any version here) receives the next.
+  std::string buffer;
+  buffer.reserve(1 << 20);
+  stream.Resume(std::move(buffer));
+
+  e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kBlob);
+  EXPECT_EQ(e.version, 2u);
+  EXPECT_EQ(e.blob, v2);
+  EXPECT_GE(e.blob.capacity(), size_t{1} << 20) << "version 2 should land in the buffer given back";
+  learner_->PublishWeights(3, v3);
+  stream.Resume(std::move(e.blob));
+
+  e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kBlob);
+  EXPECT_EQ(e.version, 3u);
+  EXPECT_EQ(e.blob, v3);
+
+  // Cancelled while the consumer holds a blob: Resume reads on, the read
+  // fails and the call ends.
+  context.TryCancel();
+  stream.Resume(std::move(e.blob));
+  e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
+  EXPECT_TRUE(e.transfer_error.ok()) << e.transfer_error;
+  EXPECT_FALSE(e.mid_transfer);
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(WeightStreamTest, ABadChunkEndsTheCallWithItsError) {
+  learner_->CorruptNextTransfers(Corruption::kBadChunkCrc, 1);
+  learner_->PublishWeights(7, Blob(100'000, 7));
+  WeightAssembler assembler;
+  grpc::ClientContext context;
+  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+  WeightStream::Event e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
+  EXPECT_EQ(e.transfer_error.code(), absl::StatusCode::kDataLoss) << e.transfer_error;
+  EXPECT_EQ(e.chunk_version, 7u);
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::CANCELLED);
+
+  // A new stream on the same assembler starts over and gets the version.
+  learner_->PublishWeights(8, Blob(100'000, 8));
+  grpc::ClientContext again;
+  WeightStream retry(channel_.get(), &again, rlvr::v1::WatchWeightsRequest(), &assembler);
+  e = retry.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kBlob);
+  EXPECT_EQ(e.version, 8u);
+  EXPECT_EQ(e.blob, Blob(100'000, 8));
+  again.TryCancel();
+  retry.Resume(std::move(e.blob));
+  EXPECT_EQ(retry.Next().kind, WeightStream::Event::kEnd);
+}
+
+TEST_F(WeightStreamTest, AStreamCutMidTransferSaysSo) {
+  learner_->CorruptNextTransfers(Corruption::kTruncate, 1);
+  learner_->PublishWeights(3, Blob(100'000, 3));
+  WeightAssembler assembler;
+  grpc::ClientContext context;
+  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+  WeightStream::Event e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
+  EXPECT_TRUE(e.transfer_error.ok()) << e.transfer_error;
+  EXPECT_TRUE(e.mid_transfer);
+}
+
+TEST_F(WeightStreamTest, ALearnerThatGoesAwayEndsTheCall) {
+  WeightAssembler assembler;
+  grpc::ClientContext context;
+  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+  // Shuts the server down: the fake ends its watch streams (OK) or the
+  // server cancels them, whichever comes first.
+  learner_.reset();
+  WeightStream::Event e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
+  EXPECT_TRUE(e.transfer_error.ok()) << e.transfer_error;
+  EXPECT_FALSE(e.mid_transfer);
+}
+
+}  // namespace
+}  // namespace rlvr::actor
