@@ -29,6 +29,22 @@ WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext*
   StartCall();
 }
 
+WeightStream::~WeightStream() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (done_) return;
+  context_->TryCancel();
+  if (paused_) {
+    // The consumer stops while holding (or before taking) a blob: the
+    // hold is released by a read that fails.
+    paused_ = false;
+    has_blob_ = false;
+    lock.unlock();
+    StartRead(&wire_);
+    lock.lock();
+  }
+  cv_.wait(lock, [&] { return done_; });
+}
+
 void WeightStream::OnReadDone(bool ok) {
   if (!ok) {
     RemoveHold();  // The call is over; OnDone follows.
@@ -77,6 +93,7 @@ void WeightStream::OnDone(const grpc::Status& status) {
 
 WeightStream::Event WeightStream::Next() {
   std::unique_lock<std::mutex> lock(mu_);
+  CHECK(has_blob_ || !paused_) << "WeightStream::Next after a blob without Resume";
   cv_.wait(lock, [&] { return has_blob_ || done_; });
   Event event;
   if (has_blob_) {

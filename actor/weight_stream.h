@@ -19,8 +19,9 @@
 //   }
 //   // kEnd: the call is over (OnDone has run); the stream may be destroyed.
 //
-// Thread safety: Next() and Resume() from one consumer thread; the
-// assembler belongs to the stream from construction until kEnd.
+// Thread safety: Next(), Resume() and the destructor from one consumer
+// thread; the assembler belongs to the stream from construction until kEnd
+// or destruction.
 #ifndef RLVR_ACTOR_WEIGHT_STREAM_H_
 #define RLVR_ACTOR_WEIGHT_STREAM_H_
 
@@ -64,11 +65,14 @@ class WeightStream final : public grpc::ClientReadReactor<grpc::ByteBuffer> {
   // it). Both are not owned.
   WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext* context,
                const rlvr::v1::WatchWeightsRequest& request, WeightAssembler* assembler);
+  // Ends the call first if it is still open (cancels it and waits for
+  // OnDone), so the stream may be destroyed at any point.
+  ~WeightStream() override;
   WeightStream(const WeightStream&) = delete;
   WeightStream& operator=(const WeightStream&) = delete;
 
   // Blocks until the next blob or the end of the call. After a kBlob call
-  // Resume() before Next(); after kEnd there are no more events.
+  // Resume() before Next() (checked); after kEnd there are no more events.
   Event Next();
   // Gives back the buffer of the last blob (its contents no longer needed,
   // or an empty string) and reads on.

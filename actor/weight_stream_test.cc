@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "actor/testing/fake_learner.h"
@@ -118,6 +120,36 @@ TEST_F(WeightStreamTest, AStreamCutMidTransferSaysSo) {
   ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
   EXPECT_TRUE(e.transfer_error.ok()) << e.transfer_error;
   EXPECT_TRUE(e.mid_transfer);
+}
+
+// A consumer that stops early (an error, shutdown) may drop the stream at
+// any point: before the first chunk, with a blob not yet taken, or while it
+// holds one. The destructor ends the call before the object goes away (run
+// under ASan this shows no use after free).
+TEST_F(WeightStreamTest, DroppingTheStreamAtAnyPointEndsTheCallFirst) {
+  WeightAssembler assembler;
+  {
+    grpc::ClientContext context;
+    WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+  }
+  learner_->PublishWeights(1, Blob(100'000, 1));
+  {
+    grpc::ClientContext context;
+    WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+    WeightStream::Event e = stream.Next();
+    ASSERT_EQ(e.kind, WeightStream::Event::kBlob);  // Held while the stream goes.
+  }
+  {
+    grpc::ClientContext context;
+    WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // The blob arrives untaken.
+  }
+  // The assembler is free again: a new stream gets the version.
+  grpc::ClientContext context;
+  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
+  WeightStream::Event e = stream.Next();
+  ASSERT_EQ(e.kind, WeightStream::Event::kBlob);
+  EXPECT_EQ(e.blob, Blob(100'000, 1));
 }
 
 TEST_F(WeightStreamTest, ALearnerThatGoesAwayEndsTheCall) {
