@@ -39,6 +39,17 @@ class WeightStreamTest : public ::testing::Test {
                                          args);
   }
 
+  // The first event of a stream that watches a transfer of `version`
+  // spoiled in `mode` (the stream has ended by the time this returns).
+  WeightStream::Event FirstEventOfSpoiled(Corruption mode, uint64_t version,
+                                          WeightAssembler* assembler) {
+    learner_->CorruptNextTransfers(mode, 1);
+    learner_->PublishWeights(version, Blob(100'000, static_cast<int>(version)));
+    grpc::ClientContext context;
+    WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), assembler);
+    return stream.Next();
+  }
+
   std::unique_ptr<FakeLearner> learner_;
   std::shared_ptr<grpc::Channel> channel_;
 };
@@ -86,12 +97,8 @@ TEST_F(WeightStreamTest, DeliversEachVersionAndReusesTheBufferGivenBack) {
 }
 
 TEST_F(WeightStreamTest, ABadChunkEndsTheCallWithItsError) {
-  learner_->CorruptNextTransfers(Corruption::kBadChunkCrc, 1);
-  learner_->PublishWeights(7, Blob(100'000, 7));
   WeightAssembler assembler;
-  grpc::ClientContext context;
-  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
-  WeightStream::Event e = stream.Next();
+  WeightStream::Event e = FirstEventOfSpoiled(Corruption::kBadChunkCrc, 7, &assembler);
   ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
   EXPECT_EQ(e.transfer_error.code(), absl::StatusCode::kDataLoss) << e.transfer_error;
   EXPECT_EQ(e.chunk_version, 7u);
@@ -111,12 +118,8 @@ TEST_F(WeightStreamTest, ABadChunkEndsTheCallWithItsError) {
 }
 
 TEST_F(WeightStreamTest, AStreamCutMidTransferSaysSo) {
-  learner_->CorruptNextTransfers(Corruption::kTruncate, 1);
-  learner_->PublishWeights(3, Blob(100'000, 3));
   WeightAssembler assembler;
-  grpc::ClientContext context;
-  WeightStream stream(channel_.get(), &context, rlvr::v1::WatchWeightsRequest(), &assembler);
-  WeightStream::Event e = stream.Next();
+  WeightStream::Event e = FirstEventOfSpoiled(Corruption::kTruncate, 3, &assembler);
   ASSERT_EQ(e.kind, WeightStream::Event::kEnd);
   EXPECT_TRUE(e.transfer_error.ok()) << e.transfer_error;
   EXPECT_TRUE(e.mid_transfer);
