@@ -85,6 +85,7 @@ struct ActorStats {
   uint64_t sessions = 0;            // Sessions established (Welcome received).
   uint64_t reconnects = 0;          // Session attempts after a failure or break.
   uint64_t weight_syncs = 0;        // Verified versions staged.
+  uint64_t weight_loads_reused = 0;  // Of which loaded into an existing model (none built).
   uint64_t weight_sync_failures = 0;  // Discarded transfers (corrupt, partial, unloadable).
   uint64_t leases_received = 0;
   uint64_t leases_returned = 0;     // Sent back with ReturnLeases.

@@ -417,6 +417,57 @@ TEST_F(ActorTest, RefetchesWeightsWhenTheLearnerGoesBackInTime) {
   ExpectGroupsMatch(after, v3);
 }
 
+// Versions after the first are loaded into models the actor no longer uses
+// (the one generation used before, or the one built at start) instead of
+// new ones: every version's groups must still come from exactly its weights.
+TEST_F(ActorTest, EachVersionGeneratesWithItsOwnWeightsWhenModelsAreReused) {
+  auto lo = LearnerOptions(/*prompts=*/16, 2);
+  lo.cycle = true;
+  lo.enforce_min_version = false;
+  StartLearner(lo);
+  StartActor(MakeActorOptions(/*capacity=*/2));
+  constexpr int kVersions = 4;
+  std::vector<policy::Transformer> models;
+  for (int v = 1; v <= kVersions; ++v) models.push_back(MakeModel(300 + v));
+  size_t seen = 0;
+  for (int v = 1; v <= kVersions; ++v) {
+    learner_->PublishWeights(v, policy::SerializeWeights(models[v - 1], v));
+    // At least two groups generated with version v (leasing never stops).
+    std::vector<FakeLearner::Received> of_v;
+    ASSERT_TRUE(WaitUntil([&] {
+      const auto all = learner_->accepted();
+      of_v.clear();
+      for (size_t i = seen; i < all.size(); ++i) {
+        if (all[i].group.policy_version() == static_cast<uint64_t>(v)) of_v.push_back(all[i]);
+      }
+      return of_v.size() >= 2;
+    })) << "version " << v;
+    seen = learner_->accepted().size();
+    EXPECT_LT(MaxLogProbError(of_v, models[v - 1]), 1e-5) << "version " << v;
+    // Not the weights of the version before (the model it may be reusing).
+    if (v > 1) {
+      EXPECT_GT(MaxLogProbError(of_v, models[v - 2]), 1e-3) << "version " << v;
+    }
+  }
+  EXPECT_TRUE(actor_->Shutdown());
+  // Every group, including those generated while the next version was being
+  // loaded, holds the weights of the version it names.
+  std::vector<std::vector<FakeLearner::Received>> by_version(kVersions);
+  for (const auto& r : learner_->accepted()) {
+    const uint64_t v = r.group.policy_version();
+    ASSERT_TRUE(v >= 1 && v <= static_cast<uint64_t>(kVersions));
+    by_version[v - 1].push_back(r);
+  }
+  for (int v = 1; v <= kVersions; ++v) {
+    EXPECT_LT(MaxLogProbError(by_version[v - 1], models[v - 1]), 1e-5) << "version " << v;
+  }
+  const ActorStats s = actor_->stats();
+  EXPECT_EQ(s.weight_syncs, static_cast<uint64_t>(kVersions));
+  // The first version goes into the model built at start and every later
+  // one but possibly the second into a retired model.
+  EXPECT_GE(s.weight_loads_reused, static_cast<uint64_t>(kVersions - 1));
+}
+
 TEST_F(ActorTest, ShutdownDrainsAndClosesTheSessionWithinTheDeadline) {
   auto lo = LearnerOptions(/*prompts=*/16, 4);
   lo.cycle = true;

@@ -1,6 +1,9 @@
 // Policy benchmark: prints, in one run, the machine's fp32 matmul rate, decode
 // throughput with and without the KV cache, and training forward+backward
-// throughput as a fraction of the measured matmul rate.
+// throughput as a fraction of the measured matmul rate, and what installing
+// a version of the weights costs an actor: building a model and loading the
+// blob into it, against loading it into a model that exists (which the actor
+// does from the first version on, actor/actor.cc).
 //
 // usage: rlvr_policy_bench [--threads N] [--quick] [--decode_only]
 // --decode_only skips the training section (for profiling the decode loop).
@@ -17,6 +20,7 @@
 #include "common/memory_policy.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
+#include "common/policy/weights.h"
 
 namespace {
 
@@ -135,6 +139,41 @@ int main(int argc, char** argv) {
       std::printf("  %-6d %-16.0f %-16.0f %-8.2fx %s\n", batch, with, without, with / without,
                   with / without >= 5.0 ? "(target >= 5x: met)" : "(target >= 5x: MISSED)");
     }
+  }
+
+  // Installing weights: a d_model 1024, 2-layer, d_ff 4096 model (~135 MB of
+  // fp32 weights; --quick: 512 / 1024, ~21 MB). Best of 3 each.
+  if (!decode_only) {
+    torch::NoGradGuard no_grad;
+    rlvr::ModelConfig config;
+    config.d_model = quick ? 512 : 1024;
+    config.n_layers = 2;
+    config.n_heads = 8;
+    config.d_ff = quick ? 1024 : 4096;
+    config.max_seq_len = 256;
+    rlvr::policy::Transformer source(config, 99);
+    const std::string blob = rlvr::policy::SerializeWeights(source, 1);
+    rlvr::policy::Transformer existing(config, 99);
+    double build_s = 1e9, load_new_s = 1e9, load_existing_s = 1e9;
+    bool ok = true;
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      rlvr::policy::Transformer fresh(config, 99);
+      build_s = std::min(build_s, Seconds(t0));
+      t0 = Clock::now();
+      ok = ok && rlvr::policy::LoadWeights(blob, fresh, nullptr).ok();
+      load_new_s = std::min(load_new_s, Seconds(t0));
+      t0 = Clock::now();
+      ok = ok && rlvr::policy::LoadWeights(blob, existing, nullptr).ok();
+      load_existing_s = std::min(load_existing_s, Seconds(t0));
+    }
+    std::printf("\n[install] weights blob of %.1f MB (d_model=%d layers=2 d_ff=%d)%s\n",
+                blob.size() / 1e6, config.d_model, config.d_ff, ok ? "" : " LOAD FAILED");
+    std::printf("  new model: build %.1f ms + load %.1f ms | into an existing model: %.1f ms | "
+                "%.1fx\n",
+                1e3 * build_s, 1e3 * load_new_s, 1e3 * load_existing_s,
+                (build_s + load_new_s) / load_existing_s);
+    if (!ok) return 1;
   }
 
   // Training forward+backward: d_model 512, 4 layers, batch 32 x 128 tokens.
