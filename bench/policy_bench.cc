@@ -3,7 +3,8 @@
 // throughput as a fraction of the measured matmul rate, and what installing
 // a version of the weights costs an actor: building a model and loading the
 // blob into it, against loading it into a model that exists (which the actor
-// does from the first version on, actor/actor.cc).
+// does from the first version on, actor/actor.cc), and serializing one costs
+// the learner: into fresh memory or into an earlier version's buffer.
 //
 // usage: rlvr_policy_bench [--threads N] [--quick] [--decode_only]
 // --decode_only skips the training section (for profiling the decode loop).
@@ -174,6 +175,23 @@ int main(int argc, char** argv) {
                 1e3 * build_s, 1e3 * load_new_s, 1e3 * load_existing_s,
                 (build_s + load_new_s) / load_existing_s);
     if (!ok) return 1;
+    // And what publishing one costs the learner: serializing into fresh
+    // memory against into the buffer of an earlier version (learner.cc).
+    double fresh_s = 1e9, reused_s = 1e9;
+    std::string reused;
+    rlvr::policy::SerializeWeightsInto(source, 1, &reused);
+    for (int r = 0; r < 3; ++r) {
+      auto t0 = Clock::now();
+      std::string fresh = rlvr::policy::SerializeWeights(source, 2);
+      fresh_s = std::min(fresh_s, Seconds(t0));
+      t0 = Clock::now();
+      rlvr::policy::SerializeWeightsInto(source, 2, &reused);
+      reused_s = std::min(reused_s, Seconds(t0));
+      if (fresh != reused) return 1;
+    }
+    std::printf("  serialize (learner): into fresh memory %.1f ms | into an earlier version's "
+                "buffer %.1f ms | %.1fx\n",
+                1e3 * fresh_s, 1e3 * reused_s, fresh_s / reused_s);
   }
 
   // Training forward+backward: d_model 512, 4 layers, batch 32 x 128 tokens.

@@ -86,9 +86,16 @@ absl::Status CheckHeader(absl::string_view blob, uint64_t* version) {
 }  // namespace
 
 std::string SerializeWeights(Transformer& model, uint64_t version) {
+  std::string out;
+  SerializeWeightsInto(model, version, &out);
+  return out;
+}
+
+void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out_ptr) {
   torch::NoGradGuard no_grad;
   auto params = model->named_parameters(/*recurse=*/true);
-  std::string out;
+  std::string& out = *out_ptr;
+  out.clear();  // Keeps the capacity.
   size_t total = kHeaderBytes + 4;
   for (const auto& p : params) total += 64 + p.key().size() + p.value().nbytes();
   out.reserve(total);
@@ -107,7 +114,6 @@ std::string SerializeWeights(Transformer& model, uint64_t version) {
     out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
   }
   Put<uint32_t>(&out, Crc32(std::string_view(out.data(), out.size())));
-  return out;
 }
 
 uint64_t WeightsBlobBytes(Transformer& model) {

@@ -66,6 +66,21 @@ TEST(WeightsTest, RoundTripIsBitExact) {
   EXPECT_EQ(WeightsBlobBytes(Small(), 11), blob.size());  // And without a model.
 }
 
+// Serializing into a buffer that held something else (a larger, different
+// blob) replaces it whole and reuses its memory.
+TEST(WeightsTest, SerializeIntoAReusedBufferGivesTheSameBlob) {
+  Transformer a = Make(1);
+  const std::string expected = SerializeWeights(a, 7);
+  std::string buffer(3 * expected.size(), 'x');
+  const char* memory = buffer.data();
+  SerializeWeightsInto(a, 7, &buffer);
+  EXPECT_EQ(buffer, expected);
+  EXPECT_EQ(buffer.data(), memory) << "the buffer's memory should be reused";
+  SerializeWeightsInto(a, 8, &buffer);
+  EXPECT_EQ(PeekWeightsVersion(buffer).value_or(0), 8u);
+  EXPECT_EQ(buffer.size(), expected.size());
+}
+
 TEST(WeightsTest, LayoutIsWhatTheModelRegisters) {
   ModelConfig c = Small();
   for (int layers : {1, 3}) {
