@@ -30,19 +30,25 @@ WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext*
 }
 
 WeightStream::~WeightStream() {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (done_) return;
-  context_->TryCancel();
-  if (paused_) {
-    // The consumer stops while holding (or before taking) a blob: the
-    // hold is released by a read that fails.
-    paused_ = false;
-    has_blob_ = false;
-    lock.unlock();
-    StartRead(&wire_);
-    lock.lock();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
   }
-  cv_.wait(lock, [&] { return done_; });
+  context_->TryCancel();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done_) {
+    if (paused_) {
+      // A blob completed (before or during the cancel) and no read is in
+      // flight: the hold is released by a read that fails.
+      paused_ = false;
+      has_blob_ = false;
+      lock.unlock();
+      StartRead(&wire_);
+      lock.lock();
+      continue;
+    }
+    cv_.wait(lock);
+  }
 }
 
 void WeightStream::OnReadDone(bool ok) {

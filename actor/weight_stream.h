@@ -3,8 +3,8 @@
 // OnReadDone, by the gRPC thread that has just read it from the socket and
 // while it is still in that core's cache. A thread blocked in a synchronous
 // Read() would usually be woken on another core and read every chunk cold;
-// learner_bench measured the fan-out ~15% slower that way with 4 watchers on
-// 2 cores, and a single watcher ~25% slower.
+// learner_bench measured the fan-out 10-12% slower that way with 4 and 8
+// watchers on 2 cores, and ~30% slower with one.
 //
 // Complete blobs go to one consumer thread, which loads them into a model
 // (no model code runs on gRPC threads). While the consumer has a blob the
