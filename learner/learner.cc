@@ -122,9 +122,9 @@ class RankZero {
   std::unique_ptr<WeightPublisher> publisher_;
   // The blobs of the two newest published versions. The publisher and the
   // streams sending a version share its blob; once only this holds the
-  // older one, the next version is serialized into its memory (4.8x faster
-  // than into fresh pages for a 135 MB model: 11.5 vs 55 ms). Costs one
-  // blob of memory beyond what the streams hold.
+  // older one, the next version is serialized into its memory (4.4x faster
+  // than into fresh pages for a 135 MB model: 12.5 vs 54.6 ms, policy_bench
+  // [install]). Costs one blob of memory beyond what the streams hold.
   std::shared_ptr<std::string> newest_blob_;
   std::shared_ptr<std::string> older_blob_;
   std::unique_ptr<SessionServiceImpl> sessions_;
