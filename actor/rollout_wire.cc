@@ -62,11 +62,7 @@ __attribute__((target("avx2"))) size_t PackedInt32BytesAvx2(const int32_t* ids, 
 #endif
 
 size_t PackedInt32Bytes(const int32_t* ids, int n) {
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return PackedInt32BytesAvx2(ids, n);
-#endif
-  return PackedInt32BytesBody(ids, n);
+  return internal::PackedInt32Bytes(ids, n, /*allow_avx2=*/true);
 }
 
 uint8_t* PutPackedInt32(const int32_t* ids, int n, size_t bytes, uint8_t* out) {
@@ -238,5 +234,17 @@ uint8_t* RolloutWire::Write(const rlvr::v1::ActorMessage& message, uint8_t* out)
   }
   return out;
 }
+
+namespace internal {
+
+size_t PackedInt32Bytes(const int32_t* ids, int n, bool allow_avx2) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && allow_avx2) return PackedInt32BytesAvx2(ids, n);
+#endif
+  return PackedInt32BytesBody(ids, n);
+}
+
+}  // namespace internal
 
 }  // namespace rlvr::actor

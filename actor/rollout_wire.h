@@ -46,6 +46,13 @@ class RolloutWire {
   size_t batch_body_ = 0;  // RolloutBatch body bytes (batch messages only).
 };
 
+namespace internal {
+// Encoded bytes of the packed int32 varints ids[0, n), as RolloutWire sizes
+// them; `allow_avx2` false forces the baseline build of the loop (tests
+// hold both paths equal to protobuf's sizes).
+size_t PackedInt32Bytes(const int32_t* ids, int n, bool allow_avx2);
+}  // namespace internal
+
 }  // namespace rlvr::actor
 
 #endif  // RLVR_ACTOR_ROLLOUT_WIRE_H_

@@ -3,8 +3,11 @@
 // defaults), and the messages it does not cover left to protobuf.
 #include "actor/rollout_wire.h"
 
+#include <google/protobuf/wire_format_lite.h>
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
 #include <random>
 #include <string>
 
@@ -55,6 +58,33 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::string out;
   for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
+}
+
+// The packed-id sizing loop, on both of its builds (AVX2 where the CPU has
+// it, and the baseline one), against protobuf's own size of each int32.
+TEST(RolloutWireTest, PackedIdSizesMatchProtobufOnEveryPath) {
+  using google::protobuf::internal::WireFormatLite;
+  const std::vector<int32_t> edges = {0,       1,        127,       128,        (1 << 14) - 1,
+                                      1 << 14, 1 << 21,  (1 << 28) - 1, 1 << 28, INT32_MAX,
+                                      -1,      INT32_MIN, -128};
+  std::mt19937_64 rng(11);
+  for (int n : {0, 1, 7, 8, 31, 32, 33, 255, 256, 1000}) {
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) {
+      id = (rng() % 4 == 0) ? edges[rng() % edges.size()]
+                            : static_cast<int32_t>(rng() >> (33 + rng() % 31));
+    }
+    size_t expected = 0;
+    for (int32_t id : ids) expected += WireFormatLite::Int32Size(id);
+    EXPECT_EQ(internal::PackedInt32Bytes(ids.data(), n, /*allow_avx2=*/true), expected) << n;
+    EXPECT_EQ(internal::PackedInt32Bytes(ids.data(), n, /*allow_avx2=*/false), expected) << n;
+  }
+  // Across the boundary of the 2^24-id blocks whose sums are kept in 32 bits
+  // (one 32-bit sum of ten-byte ids would overflow past ~4.3e8 ids).
+  const int n = (1 << 24) + 5;
+  std::vector<int32_t> big(n, -1);
+  EXPECT_EQ(internal::PackedInt32Bytes(big.data(), n, true), size_t{10} * n);
+  EXPECT_EQ(internal::PackedInt32Bytes(big.data(), n, false), size_t{10} * n);
 }
 
 TEST(RolloutWireTest, GroupsMatchProtobufByteForByte) {
