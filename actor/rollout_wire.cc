@@ -61,10 +61,6 @@ __attribute__((target("avx2"))) size_t PackedInt32BytesAvx2(const int32_t* ids, 
 }
 #endif
 
-size_t PackedInt32Bytes(const int32_t* ids, int n) {
-  return internal::PackedInt32Bytes(ids, n, /*allow_avx2=*/true);
-}
-
 uint8_t* PutPackedInt32(const int32_t* ids, int n, size_t bytes, uint8_t* out) {
   if (bytes == static_cast<size_t>(n)) {
     // Every id is in [0, 128): one byte each.
@@ -150,7 +146,8 @@ bool RolloutWire::Plan(const rlvr::v1::ActorMessage& message) {
     sizes_.push_back(0);
     size_t body = GroupHeadBytes(g);
     for (const rlvr::v1::Completion& c : g.completions()) {
-      const size_t ids = PackedInt32Bytes(c.token_ids().data(), c.token_ids_size());
+      const size_t ids = internal::PackedInt32Bytes(c.token_ids().data(), c.token_ids_size(),
+                                                    /*allow_avx2=*/true);
       const size_t cbody = CompletionBodyBytes(c, ids);
       sizes_.push_back(static_cast<uint32_t>(cbody));
       sizes_.push_back(static_cast<uint32_t>(ids));

@@ -253,14 +253,16 @@ rlvr::v1::Ack Ingest::Submit(uint64_t session, const rlvr::v1::RolloutGroup& gro
   return std::move(acks[0]);
 }
 
+void Ingest::ConvertParsed(const rlvr::v1::RolloutGroup& group, ReceivedGroup* out) const {
+  ConvertRolloutGroup(group, options_.group_size,
+                      MessageBytesForLimit(group, options_.max_message_bytes), out);
+}
+
 void Ingest::SubmitBatch(uint64_t session, const rlvr::v1::RolloutBatch& batch,
                          google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
   std::vector<ReceivedGroup> received(static_cast<size_t>(batch.groups_size()));
   for (int i = 0; i < batch.groups_size(); ++i) {
-    const rlvr::v1::RolloutGroup& group = batch.groups(i);
-    ConvertRolloutGroup(group, options_.group_size,
-                        MessageBytesForLimit(group, options_.max_message_bytes),
-                        &received[static_cast<size_t>(i)]);
+    ConvertParsed(batch.groups(i), &received[static_cast<size_t>(i)]);
   }
   SubmitAll(session, &received, received.size(), /*refill=*/false, acks);
 }

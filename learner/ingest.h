@@ -135,6 +135,9 @@ class Ingest {
   // recycled Group (RecycleGroups), so the next decode reuses memory.
   void SubmitReceived(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
                       google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks);
+  // A parsed group into a slot for SubmitReceived, held to
+  // max_message_bytes as if it had come alone (MessageBytesForLimit).
+  void ConvertParsed(const rlvr::v1::RolloutGroup& group, ReceivedGroup* out) const;
   // The same for a parsed group; returns the Ack. `message_bytes` is the
   // ActorMessage size on the wire (MessageBytesForLimit is enough).
   rlvr::v1::Ack Submit(uint64_t session, const rlvr::v1::RolloutGroup& group,

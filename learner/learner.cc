@@ -268,7 +268,6 @@ absl::Status RankZero::PublishCurrentVersion() {
   std::shared_ptr<std::string> blob = older_blob_.use_count() == 1
                                           ? std::move(older_blob_)
                                           : std::make_shared<std::string>();
-  older_blob_.reset();
   try {
     policy::SerializeWeightsInto(trainer_->model(), version, blob.get());
   } catch (const std::exception& e) {

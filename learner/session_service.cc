@@ -79,12 +79,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         }
         LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): a RolloutBatch of more "
                      << "than " << capacity_ << " groups; ending the call";
-        absl::MutexLock l(&mu_);
-        RequestFinishLocked(grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            absl::StrCat("a RolloutBatch of more than ", capacity_,
-                         " groups: the session holds at most Hello.capacity = ", capacity_,
-                         " leases")));
+        EndCall(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             absl::StrCat("a RolloutBatch of more than ", capacity_,
+                                          " groups: the session holds at most Hello.capacity = ",
+                                          capacity_, " leases")));
         return;
       }
     }
@@ -150,11 +148,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     if (!in->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
       LOG(WARNING) << "session " << session_ << " from " << peer_ << ": " << wire.size()
                    << " bytes that are no ActorMessage; ending the call";
-      absl::MutexLock l(&mu_);
-      RequestFinishLocked(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("malformed message: ", wire.size(), " bytes that are no rlvr.v1.ActorMessage")));
-      return false;
+      return EndCall(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  absl::StrCat("malformed message: ", wire.size(),
+                                               " bytes that are no rlvr.v1.ActorMessage")));
     }
     switch (in->kind_case()) {
       case rlvr::v1::ActorMessage::kHello:
@@ -166,12 +162,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         const bool batch = in->kind_case() == rlvr::v1::ActorMessage::kGroupBatch;
         const size_t n = batch ? static_cast<size_t>(in->group_batch().groups_size()) : 1;
         if (received_.size() < n) received_.resize(n);
-        const IngestOptions& o = ingest_->options();
         for (size_t i = 0; i < n; ++i) {
-          const rlvr::v1::RolloutGroup& group =
-              batch ? in->group_batch().groups(static_cast<int>(i)) : in->group();
-          ConvertRolloutGroup(group, o.group_size, MessageBytesForLimit(group, o.max_message_bytes),
-                              &received_[i]);
+          ingest_->ConvertParsed(batch ? in->group_batch().groups(static_cast<int>(i)) : in->group(),
+                                 &received_[i]);
         }
         SubmitReceived(n, batch);
         return true;
@@ -207,9 +200,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     absl::StatusOr<uint64_t> id = ingest_->OpenSession(hello.capacity());
     if (!id.ok()) {
       LOG(WARNING) << "refusing session from " << peer_ << ": " << id.status();
-      absl::MutexLock l(&mu_);
-      RequestFinishLocked(ToGrpcStatus(id.status()));
-      return false;
+      return EndCall(ToGrpcStatus(id.status()));
     }
     actor_id_ = hello.actor_id().substr(0, 128);
     capacity_ = static_cast<size_t>(hello.capacity());  // >= 1: OpenSession checked it.
@@ -258,9 +249,14 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   bool FailBeforeHello() {
-    absl::MutexLock l(&mu_);
-    RequestFinishLocked(
+    return EndCall(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first ActorMessage must be Hello"));
+  }
+
+  // Ends the call with `status`; false, for the read chain to stop.
+  bool EndCall(grpc::Status status) {
+    absl::MutexLock l(&mu_);
+    RequestFinishLocked(std::move(status));
     return false;
   }
 
@@ -362,7 +358,8 @@ SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth)
 
 SessionServiceImpl::~SessionServiceImpl() { ingest_->SetWakeCallback(nullptr); }
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl::Session(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl::Session(
+    grpc::CallbackServerContext* context) {
   return new SessionReactor(this, ingest_, context->peer(),
                             auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK);
 }

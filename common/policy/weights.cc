@@ -83,6 +83,12 @@ absl::Status CheckHeader(absl::string_view blob, uint64_t* version) {
   return absl::OkStatus();
 }
 
+// Bytes of one tensor's entry in the blob: name length, name, dtype, rank,
+// dims, data length and data.
+uint64_t EntryBytes(size_t name_bytes, size_t rank, uint64_t data_bytes) {
+  return 4 + name_bytes + 1 + 4 + 8 * static_cast<uint64_t>(rank) + 8 + data_bytes;
+}
+
 }  // namespace
 
 std::string SerializeWeights(Transformer& model, uint64_t version) {
@@ -96,8 +102,10 @@ void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out
   auto params = model->named_parameters(/*recurse=*/true);
   std::string& out = *out_ptr;
   out.clear();  // Keeps the capacity.
-  size_t total = kHeaderBytes + 4;
-  for (const auto& p : params) total += 64 + p.key().size() + p.value().nbytes();
+  uint64_t total = kHeaderBytes + 4;
+  for (const auto& p : params) {
+    total += EntryBytes(p.key().size(), p.value().dim(), p.value().nbytes());
+  }
   out.reserve(total);
   out.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(&out, kFormatVersion);
@@ -121,8 +129,7 @@ uint64_t WeightsBlobBytes(Transformer& model) {
   // length, name, dtype, rank, dims, data length and data; CRC last.
   uint64_t bytes = kHeaderBytes + 4;
   for (const auto& p : model->named_parameters(/*recurse=*/true)) {
-    bytes += 4 + p.key().size() + 1 + 4 + 8 * static_cast<uint64_t>(p.value().dim()) + 8 +
-             p.value().nbytes();
+    bytes += EntryBytes(p.key().size(), p.value().dim(), p.value().nbytes());
   }
   return bytes;
 }
@@ -132,8 +139,7 @@ uint64_t WeightsBlobBytes(const rlvr::ModelConfig& config, int vocab_size) {
   for (const ParameterShape& p : ParameterLayout(config, vocab_size)) {
     uint64_t numel = 1;
     for (int64_t dim : p.dims) numel *= static_cast<uint64_t>(dim);
-    bytes += 4 + p.name.size() + 1 + 4 + 8 * static_cast<uint64_t>(p.dims.size()) + 8 +
-             sizeof(float) * numel;
+    bytes += EntryBytes(p.name.size(), p.dims.size(), sizeof(float) * numel);
   }
   return bytes;
 }
