@@ -1,9 +1,6 @@
 #include "learner/learner.h"
 
 #include <ATen/Parallel.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +24,7 @@
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "learner/ingest.h"
+#include "common/base/file_io.h"
 #include "learner/learner_metrics.h"
 #include "learner/ledger.h"
 #include "learner/session_service.h"
@@ -37,37 +35,7 @@
 namespace rlvr::learner {
 namespace {
 
-// A TCP port on `host` that was free a moment ago (0 if none).
-int FreePort(const std::string& host) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = INADDR_ANY;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 double NowUnixSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
-  return absl::OkStatus();
-}
 
 // Figures of the last update, shared with GetStatus.
 struct UpdateFigures {
@@ -186,8 +154,7 @@ absl::Status RankZero::Setup() {
   if (o_.metrics_port >= 0) {
     MetricsServerOptions mo;
     mo.bind_address = o_.metrics_bind;
-    // The exposer here cannot bind port 0 itself: pick a free port first.
-    mo.port = o_.metrics_port > 0 ? o_.metrics_port : FreePort(o_.metrics_bind);
+    mo.port = o_.metrics_port;  // 0: MetricsServer binds a free port itself.
     absl::StatusOr<std::unique_ptr<MetricsServer>> ms = MetricsServer::Start(mo, registry_);
     if (ms.ok()) {
       metrics_server_ = std::move(*ms);

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
+#include "common/status_macros.h"
 
 namespace rlvr::learner {
 namespace {
@@ -28,17 +30,6 @@ bool ParseStep(const std::string& line, uint64_t* step) {
   if (it == j.end() || !it->is_number_unsigned()) return false;
   *step = it->get<uint64_t>();
   return true;
-}
-
-absl::Status SyncDirectoryOf(const std::string& path) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Errno(absl::StrCat("open ", dir.string()));
-  const int rc = fsync(fd);
-  close(fd);
-  if (rc != 0) return Errno(absl::StrCat("fsync ", dir.string()));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -77,35 +68,7 @@ absl::StatusOr<LedgerTruncation> TruncateLedger(const std::string& path, uint64_
   }
   if (t.dropped == 0 && t.malformed == 0) return t;  // Already consistent.
 
-  const std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno(absl::StrCat("open ", tmp));
-  size_t written = 0;
-  while (written < out.size()) {
-    const ssize_t n = write(fd, out.data() + written, out.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      absl::Status s = Errno(absl::StrCat("write ", tmp));
-      close(fd);
-      unlink(tmp.c_str());
-      return s;
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) {
-    absl::Status s = Errno(absl::StrCat("fsync ", tmp));
-    close(fd);
-    unlink(tmp.c_str());
-    return s;
-  }
-  close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status s = Errno(absl::StrCat("rename ", tmp));
-    unlink(tmp.c_str());
-    return s;
-  }
-  absl::Status dir = SyncDirectoryOf(path);
-  if (!dir.ok()) return dir;
+  RETURN_IF_ERROR(WriteFileAtomically(path, out));
   return t;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/file_io.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/policy/evaluate.h"
@@ -120,15 +121,8 @@ int EvalCommand(int argc, char** argv) {
                         {"weights", weights},
                         {"policy_version", version},
                         {"seconds", seconds}};
-    const std::string tmp = json_path + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << j.dump(2) << "\n";
-      if (!out) return fail(absl::InternalError("cannot write " + tmp), 1);
-    }
-    if (std::rename(tmp.c_str(), json_path.c_str()) != 0) {
-      return fail(absl::InternalError("cannot rename " + tmp + " -> " + json_path), 1);
-    }
+    absl::Status written = WriteFileAtomically(json_path, j.dump(2) + "\n");
+    if (!written.ok()) return fail(written, 1);
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/policy/evaluate.h"
 #include "common/policy/logprobs.h"
+#include "common/base/lr_schedule.h"
 #include "common/policy/model.h"
 #include "common/status_macros.h"
 
@@ -16,11 +17,13 @@ namespace rlvr::policy {
 namespace {
 
 double LearningRate(const PretrainConfig& c, int step) {
-  if (c.warmup_steps > 0 && step < c.warmup_steps) return c.lr * (step + 1) / c.warmup_steps;
-  const int decay_steps = std::max(1, c.steps - c.warmup_steps);
-  const double progress = std::min(1.0, double(step - c.warmup_steps) / decay_steps);
-  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
-  return c.lr * (c.min_lr_ratio + (1.0 - c.min_lr_ratio) * cosine);
+  LrSchedule schedule;
+  schedule.peak = c.lr;
+  schedule.warmup_steps = c.warmup_steps;
+  schedule.cosine = true;
+  schedule.total_steps = c.steps;
+  schedule.min_lr_ratio = c.min_lr_ratio;
+  return schedule.At(step);
 }
 
 }  // namespace

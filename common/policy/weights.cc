@@ -1,16 +1,11 @@
 #include "common/policy/weights.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/file_io.h"
 #include "common/checksum.h"
 #include "common/policy/model.h"
 
@@ -247,50 +242,18 @@ absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* v
 }
 
 absl::Status SaveWeightsFile(const std::string& path, Transformer& model, uint64_t version) {
-  const std::string blob = SerializeWeights(model, version);
-  std::error_code ec;
-  std::filesystem::path target(path);
-  if (target.has_parent_path()) {
-    std::filesystem::create_directories(target.parent_path(), ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot create directory ", target.parent_path().string(), ": ", ec.message()));
-    }
-  }
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", tmp, ": ", std::strerror(errno)));
-  size_t written = 0;
-  while (written < blob.size()) {
-    ssize_t n = ::write(fd, blob.data() + written, blob.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", err));
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("fsync/close ", tmp, ": ", std::strerror(errno)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename ", tmp, " -> ", path, ": ", err));
-  }
-  return absl::OkStatus();
+  AtomicWriteOptions options;
+  options.create_parent_dirs = true;
+  return WriteFileAtomically(path, SerializeWeights(model, version), options);
 }
 
 absl::Status LoadWeightsFile(const std::string& path, Transformer& model, uint64_t* version_out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open weights file ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string blob = buffer.str();
-  absl::Status s = LoadWeights(blob, model, version_out);
+  absl::StatusOr<std::string> blob = ReadFileToString(path);
+  if (!blob.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot open weights file ", path, ": ",
+                                            blob.status().message()));
+  }
+  absl::Status s = LoadWeights(*blob, model, version_out);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   return absl::OkStatus();
 }

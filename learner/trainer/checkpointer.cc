@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/file_io.h"
 #include "common/checksum.h"
 #include "common/status_macros.h"
 
@@ -28,56 +29,11 @@ constexpr char kManifest[] = "MANIFEST";
 constexpr char kManifestMagic[] = "rlvr-checkpoint 1";
 constexpr char kPrefix[] = "ckpt-";
 
-std::string ErrnoText() { return std::strerror(errno); }
-
 bool ValidPartName(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
-}
-
-// Writes `bytes` to `path` (created or truncated) and fsyncs it.
-absl::Status WriteFileSynced(const std::string& path, std::string_view bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("open ", path, ": ", ErrnoText()));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string err = ErrnoText();
-      ::close(fd);
-      return absl::InternalError(absl::StrCat("write ", path, ": ", err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    std::string err = ErrnoText();
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("fsync ", path, ": ", err));
-  }
-  if (::close(fd) != 0) return absl::InternalError(absl::StrCat("close ", path, ": ", ErrnoText()));
-  return absl::OkStatus();
-}
-
-absl::Status SyncDir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("open dir ", path, ": ", ErrnoText()));
-  int rc = ::fsync(fd);
-  std::string err = rc != 0 ? ErrnoText() : "";
-  ::close(fd);
-  if (rc != 0) return absl::InternalError(absl::StrCat("fsync dir ", path, ": ", err));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("read error on ", path));
-  return out.str();
 }
 
 std::string Hex32(uint32_t v) {
@@ -167,7 +123,7 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
   }
   absl::StrAppend(&manifest, "end ", Hex32(Crc32(manifest)), "\n");
   absl::Status s = WriteFileSynced((tmp / kManifest).string(), manifest);
-  if (s.ok()) s = SyncDir(tmp.string());
+  if (s.ok()) s = SyncDirectory(tmp.string());
   if (!s.ok()) {
     RemoveTreeQuietly(tmp);
     return s;
@@ -191,19 +147,19 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
     RemoveTreeQuietly(tmp);
     return absl::InternalError(absl::StrCat("rename to ", final_path.string(), ": ", ec.message()));
   }
-  RETURN_IF_ERROR(SyncDir(parent.string()));
+  RETURN_IF_ERROR(SyncDirectory(parent.string()));
 
   std::vector<uint64_t> steps = ListSteps();
   const size_t keep = static_cast<size_t>(options_.keep);
   if (steps.size() > keep) {
     for (size_t i = 0; i + keep < steps.size(); ++i) RemoveTreeQuietly(PathFor(steps[i]));
-    (void)SyncDir(parent.string());
+    (void)SyncDirectory(parent.string());
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string manifest, ReadFile((fs::path(path) / kManifest).string()));
+  ASSIGN_OR_RETURN(std::string manifest, ReadFileToString((fs::path(path) / kManifest).string()));
   // The last line is "end <crc of everything before it>".
   const size_t end_pos = manifest.rfind("end ");
   if (end_pos == std::string::npos || (end_pos > 0 && manifest[end_pos - 1] != '\n')) {
@@ -232,7 +188,7 @@ absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
       if (!absl::SimpleAtoi(f[2], &size)) {
         return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
       }
-      absl::StatusOr<std::string> bytes = ReadFile((fs::path(path) / (f[1] + ".bin")).string());
+      absl::StatusOr<std::string> bytes = ReadFileToString((fs::path(path) / (f[1] + ".bin")).string());
       if (!bytes.ok()) {
         return absl::DataLossError(
             absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));

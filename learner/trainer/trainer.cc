@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/lr_schedule.h"
 #include "common/metrics.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
+#include "common/splitmix.h"
 #include "common/status_macros.h"
 #include "common/tokenizer.h"
 #include "learner/core/batcher.h"
@@ -49,14 +51,6 @@ absl::Status Guarded(const char* what, Fn&& fn) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat(what, ": ", e.what()));
   }
-}
-
-// splitmix64: decorrelates the per-update planner seeds.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 // Trainer-side metrics (rank 0 only). Names: the project's metric contract.
@@ -273,19 +267,17 @@ class Trainer::Impl {
     return std::move(data->parts[kPartIngest]);
   }
 
-  std::string SerializeCurrentWeights() { return policy::SerializeWeights(model_, version_); }
-
   double LearningRate(uint64_t optimizer_step) const {
     const OptimConfig& o = options_.optim;
-    const double s = static_cast<double>(optimizer_step);
-    if (o.warmup_steps > 0 && s < o.warmup_steps) return o.lr * (s + 1) / o.warmup_steps;
-    if (o.schedule != "cosine") return o.lr;
-    const double total = static_cast<double>(std::max(1, options_.total_updates)) *
-                         std::max(1, options_.batching.mini_batches) *
-                         std::max(1, options_.batching.epochs);
-    const double span = std::max(1.0, total - o.warmup_steps);
-    const double progress = std::clamp((s - o.warmup_steps) / span, 0.0, 1.0);
-    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
+    LrSchedule schedule;
+    schedule.peak = o.lr;
+    schedule.warmup_steps = o.warmup_steps;
+    schedule.cosine = o.schedule == "cosine";
+    schedule.total_steps = static_cast<double>(std::max(1, options_.total_updates)) *
+                           std::max(1, options_.batching.mini_batches) *
+                           std::max(1, options_.batching.epochs);
+    schedule.min_lr_ratio = o.min_lr_ratio;
+    return schedule.At(static_cast<double>(optimizer_step));
   }
 
   uint64_t step_ = 0;
@@ -376,7 +368,8 @@ class Trainer::Impl {
       UpdateMessage m;
       m.stop = stop_after;
       if (!groups.empty()) {
-        const uint64_t seed = Mix(static_cast<uint64_t>(options_.learner.seed) ^ Mix(step_));
+        const uint64_t seed =
+            SplitMix64(static_cast<uint64_t>(options_.learner.seed) ^ SplitMix64(step_));
         ASSIGN_OR_RETURN(m.plan, PlanUpdate(groups, options_.batching, options_.loss,
                                             options_.max_new_tokens, seed));
       }
@@ -595,7 +588,6 @@ uint64_t Trainer::version() const { return impl_->version_; }
 int Trainer::rank() const { return impl_->comm_->rank(); }
 int Trainer::world_size() const { return impl_->comm_->world_size(); }
 
-std::string Trainer::SerializeCurrentWeights() { return impl_->SerializeCurrentWeights(); }
 
 absl::Status Trainer::SaveCheckpoint(const std::string& ingest_state) {
   return Guarded("SaveCheckpoint", [&] { return impl_->SaveCheckpoint(ingest_state); });

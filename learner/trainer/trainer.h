@@ -45,7 +45,7 @@
 // before the optimizer steps, parameters are unchanged.
 //
 // Thread safety: not thread-safe. One thread owns the Trainer and calls all
-// its methods (SerializeCurrentWeights between updates).
+// its methods.
 #ifndef RLVR_LEARNER_TRAINER_TRAINER_H_
 #define RLVR_LEARNER_TRAINER_TRAINER_H_
 
@@ -153,10 +153,6 @@ class Trainer {
   uint64_t version() const;  // Current policy version.
   int rank() const;
   int world_size() const;
-
-  // The current weights as a policy::SerializeWeights blob tagged with
-  // version(). Meaningful on rank 0 (other ranks lag until their first update).
-  std::string SerializeCurrentWeights();
 
   // Rank 0: writes checkpoint ckpt-<step> with `ingest_state` (opaque bytes
   // from the ingest side: dataset cursor, outstanding leases), atomically,
