@@ -405,6 +405,24 @@ TEST(HfTokenizerTest, LoadTokenizerReadsADirectoryOrAFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(HfTokenizerTest, VeryLongRunsEncode) {
+  // Long whitespace runs backtrack in \s+(?!\S) and \s*[\r\n]+; a long word
+  // is one pre-token for the merge loop (beyond the cache's length bound).
+  TinyModel m;
+  m.Merge("a", "a");
+  auto t = MustMake(Files(TokenizerJson(m)));
+  ASSERT_NE(t, nullptr);
+  for (const std::string& text :
+       {std::string(200000, ' ') + "x", std::string(100000, '\n') + std::string(100000, ' '),
+        std::string(200001, 'a'), std::string(50000, '7')}) {
+    const std::vector<int> ids = MustEncode(*t, text);
+    EXPECT_EQ(t->Decode(ids), text);
+    if (text[0] == 'a') {
+      EXPECT_EQ(ids.size(), 100001u);
+    }
+  }
+}
+
 TEST(HfTokenizerTest, ConcurrentEncodesAgreeWithTheCache) {
   TinyModel m;
   m.Merge("t", "h");

@@ -6,7 +6,9 @@
 // agrees on `\p{..}`, `\d`, `(?i:..)`, lookahead and counted repeats, but not
 // on these escapes, which are rewritten to explicit classes:
 //   \s  Oniguruma (Unicode): U+0009..U+000D, U+0085, and the Z categories
-//       (Zs, Zl, Zp) -- the White_Space property. PCRE2/UCP's \s lacks U+0085.
+//       (Zs, Zl, Zp) -- the White_Space property. PCRE2/UCP's \s is
+//       \p{Z} | \h | \v, which also holds U+180E (MONGOLIAN VOWEL
+//       SEPARATOR, Cf since Unicode 6.3) through \h.
 //   \S  the complement of the above.
 //   \w  Oniguruma: Letter | Mark | Number | Connector_Punctuation (PCRE2 10.42:
 //       L, N and '_' only); \W its complement.
