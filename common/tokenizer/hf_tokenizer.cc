@@ -5,6 +5,7 @@
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
+#include <unicode/uchar.h>
 
 #include <algorithm>
 #include <array>
@@ -171,6 +172,10 @@ class Pcre2Regex {
 struct AddedToken {
   int id = -1;
   std::string content;
+  // The text matched in the input: `content`, NFC-normalized when the token is
+  // `normalized` and the tokenizer has an NFC normalizer (HF builds its
+  // normalized trie from the normalized contents).
+  std::string match_content;
   bool special = false;
   bool single_word = false;
   bool lstrip = false;
@@ -184,15 +189,15 @@ struct AddedToken {
 class AddedTokenMatcher {
  public:
   void Add(const AddedToken* t) {
-    if (t->content.empty()) return;
-    const unsigned char first = static_cast<unsigned char>(t->content[0]);
+    if (t->match_content.empty()) return;
+    const unsigned char first = static_cast<unsigned char>(t->match_content[0]);
     by_first_[first].push_back(t);
     first_set_[first] = true;
   }
   void Finish() {
     for (auto& v : by_first_) {
       std::stable_sort(v.begin(), v.end(), [](const AddedToken* a, const AddedToken* b) {
-        return a->content.size() > b->content.size();
+        return a->match_content.size() > b->match_content.size();
       });
     }
   }
@@ -221,7 +226,7 @@ class AddedTokenMatcher {
       }
       const AddedToken* hit = nullptr;
       for (const AddedToken* t : by_first_[c]) {
-        if (s.substr(i, t->content.size()) == t->content) {
+        if (s.substr(i, t->match_content.size()) == t->match_content) {
           hit = t;
           break;
         }
@@ -230,7 +235,7 @@ class AddedTokenMatcher {
         ++i;
         continue;
       }
-      size_t start = i, stop = i + hit->content.size();
+      size_t start = i, stop = i + hit->match_content.size();
       i = stop;  // The match is consumed even when single_word rejects it.
       if (hit->single_word) {
         const bool left_ok = start == 0 || !EndsWithWordChar(s.substr(0, start));
@@ -275,14 +280,26 @@ class AddedTokenMatcher {
            (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
            cp == 0x205F || cp == 0x3000;
   }
-  // Hugging Face's single_word boundary: an ASCII alphanumeric or '_' next to
-  // the match makes it part of a word.
-  static bool IsWordByte(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  // Hugging Face's single_word boundary: the `regex` crate's Unicode \w
+  // (Alphabetic, marks, decimal numbers, connector punctuation, join
+  // controls) next to the match makes it part of a word.
+  static bool IsWordChar(UChar32 c) {
+    if (u_hasBinaryProperty(c, UCHAR_ALPHABETIC) || u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL)) {
+      return true;
+    }
+    const int8_t t = u_charType(c);
+    return t == U_NON_SPACING_MARK || t == U_ENCLOSING_MARK || t == U_COMBINING_SPACING_MARK ||
+           t == U_DECIMAL_DIGIT_NUMBER || t == U_CONNECTOR_PUNCTUATION;
   }
-  static bool EndsWithWordChar(absl::string_view s) { return !s.empty() && IsWordByte(s.back()); }
+  static bool EndsWithWordChar(absl::string_view s) {
+    if (s.empty()) return false;
+    char32_t cp;
+    const size_t i = PrevCharStart(s, s.size());
+    return utf8::DecodeOne(s, i, &cp) > 0 && IsWordChar(static_cast<UChar32>(cp));
+  }
   static bool StartsWithWordChar(absl::string_view s) {
-    return !s.empty() && IsWordByte(s.front());
+    char32_t cp;
+    return utf8::DecodeOne(s, 0, &cp) > 0 && IsWordChar(static_cast<UChar32>(cp));
   }
 
   std::array<std::vector<const AddedToken*>, 256> by_first_;
@@ -414,6 +431,7 @@ class HfTokenizer final : public Tokenizer {
   absl::Status LoadModel(const JsonFile& f, const Json& model);
   absl::Status LoadAddedTokens(const JsonFile& f, const Json& root);
   absl::Status LoadNormalizer(const JsonFile& f, const Json& root);
+  absl::Status BuildAddedTokenMatchers();
   absl::Status LoadPreTokenizer(const JsonFile& f, const Json& pre, const std::string& key);
   absl::Status LoadDecoder(const JsonFile& f, const Json& dec, const std::string& key);
   absl::Status LoadPostProcessor(const JsonFile& f, const Json& post, const std::string& key,
@@ -574,8 +592,23 @@ absl::Status HfTokenizer::LoadAddedTokens(const JsonFile& f, const Json& root) {
     vocab_size_ = std::max(vocab_size_, t.id + 1);
     added_.push_back(std::move(t));
   }
-  for (const AddedToken& t : added_) {
-    added_by_content_[t.content] = t.id;
+  for (const AddedToken& t : added_) added_by_content_[t.content] = t.id;
+  return absl::OkStatus();
+}
+
+absl::Status HfTokenizer::BuildAddedTokenMatchers() {
+  for (AddedToken& t : added_) {
+    t.match_content = t.content;
+    if (t.normalized && nfc_ != nullptr) {
+      UErrorCode status = U_ZERO_ERROR;
+      t.match_content.clear();
+      icu::StringByteSink<std::string> sink(&t.match_content);
+      nfc_->normalizeUTF8(
+          0, icu::StringPiece(t.content.data(), static_cast<int32_t>(t.content.size())), sink,
+          nullptr, status);
+      if (U_FAILURE(status))
+        return absl::InternalError(absl::StrCat("ICU NFC: ", u_errorName(status)));
+    }
     (t.normalized ? normalized_matcher_ : raw_matcher_).Add(&t);
   }
   raw_matcher_.Finish();
@@ -815,6 +848,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Make(const HfTokenizerFi
   RETURN_IF_ERROR(t->LoadModel(f, root.contains("model") ? root["model"] : Json()));
   RETURN_IF_ERROR(t->LoadAddedTokens(f, root));
   RETURN_IF_ERROR(t->LoadNormalizer(f, root));
+  RETURN_IF_ERROR(t->BuildAddedTokenMatchers());
   if (!root.contains("pre_tokenizer") || root["pre_tokenizer"].is_null()) {
     return f.Error("pre_tokenizer", "missing (a byte-level BPE needs ByteLevel)");
   }

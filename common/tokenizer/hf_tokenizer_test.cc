@@ -273,9 +273,12 @@ TEST(HfTokenizerTest, AddedTokenStripAndSingleWordFlags) {
   want.push_back(1003);
   want.push_back('b');
   EXPECT_EQ(MustEncode(*t, "a  <mask> \tb"), want);
+  // single_word: "yes" inside "eyes" or after a non-ASCII letter is not a
+  // match; standing alone it is.
   want = {1004};
-  for (int b : Bytes(" eyes")) want.push_back(b);
-  EXPECT_EQ(MustEncode(*t, "yes eyes"), want);
+  for (int b : Bytes(" eyes \xC3\xA9yes ")) want.push_back(b);
+  want.push_back(1004);
+  EXPECT_EQ(MustEncode(*t, "yes eyes \xC3\xA9yes yes"), want);
 }
 
 TEST(HfTokenizerTest, NfcNormalizesBeforeSplitting) {
