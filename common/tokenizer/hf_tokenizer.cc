@@ -491,7 +491,9 @@ absl::Status HfTokenizer::LoadModel(const JsonFile& f, const Json& model) {
   if (!model.contains("vocab") || !model["vocab"].is_object()) {
     return f.Error("model.vocab", "missing or not an object");
   }
-  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+  const Json& vocab = model["vocab"];
+  vocab_.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer() || it.value().get<int>() < 0) {
       return f.Error("model.vocab",
                      absl::StrCat("id of '", it.key(), "' is not a non-negative integer"));
@@ -845,7 +847,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Make(const HfTokenizerFi
   ASSIGN_OR_RETURN(Json root, f.Parse(files.tokenizer_json));
   if (!root.is_object()) return f.Error("(root)", "not an object");
   std::unique_ptr<HfTokenizer> t(new HfTokenizer(options));
-  RETURN_IF_ERROR(t->LoadModel(f, root.contains("model") ? root["model"] : Json()));
+  // Sections are passed by reference: a `cond ? root[k] : Json()` would copy
+  // the whole vocabulary.
+  static const Json* const kNull = new Json();
+  RETURN_IF_ERROR(t->LoadModel(f, root.contains("model") ? root["model"] : *kNull));
   RETURN_IF_ERROR(t->LoadAddedTokens(f, root));
   RETURN_IF_ERROR(t->LoadNormalizer(f, root));
   RETURN_IF_ERROR(t->BuildAddedTokenMatchers());
@@ -859,7 +864,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Make(const HfTokenizerFi
   RETURN_IF_ERROR(t->LoadDecoder(f, root["decoder"], "decoder"));
   std::optional<int> template_bos;
   RETURN_IF_ERROR(
-      t->LoadPostProcessor(f, root.contains("post_processor") ? root["post_processor"] : Json(),
+      t->LoadPostProcessor(f, root.contains("post_processor") ? root["post_processor"] : *kNull,
                            "post_processor", &template_bos));
   RETURN_IF_ERROR(t->LoadSpecialIds(files, template_bos));
   t->BuildDecodeTable();

@@ -58,6 +58,8 @@ struct Model {
   bool nfc;
 };
 
+void PrintTo(const Model& m, std::ostream* os) { *os << m.name; }
+
 class RealTokenizerTest : public testing::TestWithParam<Model> {};
 
 TEST_P(RealTokenizerTest, CorpusMatchesExpectedIdsAndRoundTrips) {
