@@ -11,6 +11,7 @@ int ActorCommand(int argc, char** argv);
 int RunCommand(int argc, char** argv);
 int PretrainCommand(int argc, char** argv);
 int EvalCommand(int argc, char** argv);
+int TokenizeCommand(int argc, char** argv);
 
 }  // namespace rlvr::services
 

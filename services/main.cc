@@ -25,6 +25,8 @@ constexpr Command kCommands[] = {
      rlvr::services::PretrainCommand},
     {"eval", "Held-out accuracy of a checkpoint: greedy and pass@k.",
      rlvr::services::EvalCommand},
+    {"tokenize", "Token ids of JSONL texts with a Hugging Face tokenizer.json.",
+     rlvr::services::TokenizeCommand},
 };
 
 void PrintHelp() {
