@@ -20,6 +20,18 @@ class CharTokenizer final : public Tokenizer {
   int bos_id() const override { return kBos; }
   int eos_id() const override { return kEos; }
   int pad_id() const override { return kPad; }
+  bool adds_bos() const override { return true; }
+
+  std::optional<int> TokenId(absl::string_view text) const override {
+    if (text == "<pad>") return kPad;
+    if (text == "<bos>") return kBos;
+    if (text == "<eos>") return kEos;
+    if (text.size() != 1) return std::nullopt;
+    const unsigned char c = static_cast<unsigned char>(text[0]);
+    if (c == '\n') return kNewline;
+    if (c >= ' ' && c <= '~') return kFirstPrintable + (c - ' ');
+    return std::nullopt;
+  }
 
   absl::StatusOr<std::vector<int>> Encode(absl::string_view text) const override {
     std::vector<int> ids;
@@ -39,10 +51,21 @@ class CharTokenizer final : public Tokenizer {
   }
 
   std::string Decode(const std::vector<int>& ids) const override {
+    return DecodeImpl(ids, /*with_special=*/false);
+  }
+  std::string DecodeWithSpecial(const std::vector<int>& ids) const override {
+    return DecodeImpl(ids, /*with_special=*/true);
+  }
+
+ private:
+  static std::string DecodeImpl(const std::vector<int>& ids, bool with_special) {
     std::string out;
     out.reserve(ids.size());
     for (int id : ids) {
-      if (id == kPad || id == kBos || id == kEos) continue;
+      if (id == kPad || id == kBos || id == kEos) {
+        if (with_special) out += id == kPad ? "<pad>" : id == kBos ? "<bos>" : "<eos>";
+        continue;
+      }
       if (id == kNewline) {
         out.push_back('\n');
       } else if (id >= kFirstPrintable && id < kVocab) {

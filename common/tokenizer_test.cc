@@ -50,5 +50,22 @@ TEST(CharTokenizerTest, UnknownCharactersAreErrors) {
   EXPECT_TRUE(tok->Encode("").ok());
 }
 
+TEST(CharTokenizerTest, ExtendedInterface) {
+  auto tok = MakeCharTokenizer();
+  EXPECT_TRUE(tok->adds_bos());
+  EXPECT_EQ(tok->stop_ids(), std::vector<int>{tok->eos_id()});
+  EXPECT_EQ(tok->TokenId("<eos>"), tok->eos_id());
+  EXPECT_EQ(tok->TokenId("<bos>"), tok->bos_id());
+  EXPECT_EQ(tok->TokenId("<pad>"), tok->pad_id());
+  auto seven = tok->Encode("7");
+  ASSERT_TRUE(seven.ok());
+  EXPECT_EQ(tok->TokenId("7"), (*seven)[0]);
+  EXPECT_EQ(tok->TokenId("\n"), 3);
+  EXPECT_FALSE(tok->TokenId("ab").has_value());
+  EXPECT_FALSE(tok->TokenId("\t").has_value());
+  EXPECT_EQ(tok->DecodeWithSpecial({tok->bos_id(), (*seven)[0], tok->eos_id(), 5000}),
+            "<bos>7<eos>?");
+}
+
 }  // namespace
 }  // namespace rlvr
