@@ -23,6 +23,26 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("model.max_seq_len", &m.max_seq_len, 4, 65536, "Prompt+completion token limit.");
   s->Double("model.rope_theta", &m.rope_theta, 1.0, 1e9, "RoPE base.");
   s->Double("model.init_std", &m.init_std, 1e-6, 1.0, "Init std of weights.");
+  s->String("model.hf_path", &m.hf_path, "Hugging Face model directory; empty = built-in.");
+  s->Enum("model.arch", &m.arch, {"builtin", "llama", "qwen2", "qwen3"},
+          "Architecture (from config.json when model.hf_path is set).");
+  s->Int("model.n_kv_heads", &m.n_kv_heads, 0, 1024, "Key/value heads (GQA); 0 = n_heads.");
+  s->Int("model.head_dim", &m.head_dim, 0, 4096, "Per-head width; 0 = d_model / n_heads.");
+  s->Bool("model.qkv_bias", &m.qkv_bias, "Biases on q, k, v projections (HF archs).");
+  s->Bool("model.o_bias", &m.o_bias, "Bias on the attention output projection (HF archs).");
+  s->Bool("model.mlp_bias", &m.mlp_bias, "Biases on the MLP projections (HF archs).");
+  s->Bool("model.qk_norm", &m.qk_norm, "Per-head q/k RMSNorm before RoPE (HF archs).");
+  s->Bool("model.tie_embeddings", &m.tie_embeddings, "Output projection = input embedding.");
+  s->Double("model.rms_norm_eps", &m.rms_norm_eps, 1e-12, 1.0, "RMSNorm epsilon.");
+  s->Enum("model.rope_scaling", &m.rope_scaling, {"", "llama3"}, "RoPE scaling type.");
+  s->Double("model.rope_factor", &m.rope_factor, 1e-6, 1e6, "llama3 RoPE scaling factor.");
+  s->Double("model.rope_low_freq_factor", &m.rope_low_freq_factor, 1e-6, 1e6,
+            "llama3 RoPE low_freq_factor.");
+  s->Double("model.rope_high_freq_factor", &m.rope_high_freq_factor, 1e-6, 1e6,
+            "llama3 RoPE high_freq_factor.");
+  s->Int("model.rope_original_max_position", &m.rope_original_max_position, 1, 1 << 30,
+         "llama3 RoPE original_max_position_embeddings.");
+  s->Int("model.vocab_size", &m.vocab_size, 0, 1 << 24, "Vocabulary; 0 = the tokenizer's.");
 
   TaskConfig& t = c->task;
   s->Enum("task.kind", &t.kind, {"arithmetic", "jsonl"}, "Prompt source and verifier.");
@@ -153,12 +173,13 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   auto bad = [](absl::string_view key, absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': ", why));
   };
-  if (c.model.d_model % c.model.n_heads != 0) {
+  if (c.model.head_dim == 0 && c.model.d_model % c.model.n_heads != 0) {
     return bad("model.n_heads", absl::StrCat("must divide model.d_model (", c.model.d_model, ")"));
   }
-  if ((c.model.d_model / c.model.n_heads) % 2 != 0) {
+  if (c.model.head_dim == 0 && (c.model.d_model / c.model.n_heads) % 2 != 0) {
     return bad("model.n_heads", "head dimension d_model/n_heads must be even for RoPE");
   }
+  RETURN_IF_ERROR(ValidateModelConfig(c.model));
   if (c.task.min_digits > c.task.max_digits) {
     return bad("task.min_digits", "must be <= task.max_digits");
   }
@@ -187,6 +208,51 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.eval.prompts > c.task.heldout_size) {
     return bad("eval.prompts", "must be <= task.heldout_size");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateModelConfig(const ModelConfig& m) {
+  auto bad = [](absl::string_view key, absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': ", why));
+  };
+  if (m.n_heads < 1) return bad("model.n_heads", "must be >= 1");
+  if (m.head_dim == 0 && m.d_model % m.n_heads != 0) {
+    return bad("model.n_heads", absl::StrCat("must divide model.d_model (", m.d_model, ")"));
+  }
+  const int head_dim = m.head_dim != 0 ? m.head_dim : m.d_model / m.n_heads;
+  if (head_dim % 2 != 0) return bad("model.head_dim", "the head dimension must be even for RoPE");
+  if (m.n_kv_heads < 0 || (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)) {
+    return bad("model.n_kv_heads", absl::StrCat("must divide model.n_heads (", m.n_heads, ")"));
+  }
+  if (m.arch == "builtin") {
+    // The built-in model has one fixed layout (fused qkv, tied, no biases).
+    if (m.n_kv_heads != 0 && m.n_kv_heads != m.n_heads) {
+      return bad("model.n_kv_heads", "grouped-query attention needs an HF architecture");
+    }
+    if (m.head_dim != 0 && m.head_dim * m.n_heads != m.d_model) {
+      return bad("model.head_dim", "the built-in model uses d_model / n_heads");
+    }
+    if (m.qkv_bias || m.o_bias || m.mlp_bias) {
+      return bad(m.qkv_bias ? "model.qkv_bias"
+                 : m.o_bias ? "model.o_bias"
+                            : "model.mlp_bias",
+                 "the built-in model has no biases");
+    }
+    if (m.qk_norm) return bad("model.qk_norm", "needs an HF architecture");
+    if (!m.tie_embeddings) return bad("model.tie_embeddings", "the built-in model is tied");
+    if (!m.rope_scaling.empty()) return bad("model.rope_scaling", "needs an HF architecture");
+  } else if (m.arch != "llama" && m.arch != "qwen2" && m.arch != "qwen3") {
+    return bad("model.arch", "must be builtin, llama, qwen2 or qwen3");
+  }
+  if (m.rope_scaling == "llama3") {
+    if (m.rope_factor <= 0) return bad("model.rope_factor", "must be > 0");
+    if (m.rope_high_freq_factor <= m.rope_low_freq_factor) {
+      return bad("model.rope_high_freq_factor", "must be > model.rope_low_freq_factor");
+    }
+  } else if (!m.rope_scaling.empty()) {
+    return bad("model.rope_scaling", "must be empty or llama3");
+  }
+  if (m.vocab_size < 0) return bad("model.vocab_size", "must be >= 0");
   return absl::OkStatus();
 }
 

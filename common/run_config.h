@@ -26,6 +26,27 @@ struct ModelConfig {
   int max_seq_len = 48;      // Prompt + completion tokens, upper bound.
   double rope_theta = 10000.0;  // RoPE base.
   double init_std = 0.02;    // Normal init std of linear and embedding weights.
+  // Hugging Face architectures (docs/policy.md "Hugging Face models"). With
+  // hf_path set, the shape fields above and below are read from
+  // <hf_path>/config.json (common/policy/hf_config.h) and the weights from its
+  // safetensors files; with hf_path empty and arch != builtin, a randomly
+  // initialised model of that architecture and these dimensions is built.
+  std::string hf_path;                 // A Hugging Face model directory; empty = not one.
+  std::string arch = "builtin";        // builtin | llama | qwen2 | qwen3
+  int n_kv_heads = 0;                  // Key/value heads (GQA); 0 = n_heads.
+  int head_dim = 0;                    // Per-head width; 0 = d_model / n_heads.
+  bool qkv_bias = false;               // Biases on the q, k and v projections.
+  bool o_bias = false;                 // Bias on the attention output projection.
+  bool mlp_bias = false;               // Biases on gate, up and down projections.
+  bool qk_norm = false;                // Per-head RMSNorm of queries and keys before RoPE (Qwen3).
+  bool tie_embeddings = true;          // Output projection = input embedding.
+  double rms_norm_eps = 1e-6;          // RMSNorm epsilon.
+  std::string rope_scaling;            // "" (none) | llama3
+  double rope_factor = 8.0;            // llama3: frequency divisor for long wavelengths.
+  double rope_low_freq_factor = 1.0;   // llama3: low-frequency boundary factor.
+  double rope_high_freq_factor = 4.0;  // llama3: high-frequency boundary factor.
+  int rope_original_max_position = 8192;  // llama3: original context length.
+  int vocab_size = 0;                     // 0 = the tokenizer's; HF: config.json's vocab_size.
 };
 
 // Which task supplies prompts and verifies answers.
@@ -182,6 +203,11 @@ void DescribeRunConfig(RunConfig* config, ConfigSchema* schema);
 
 // Checks relations between fields (d_model % n_heads, digits ordering, ...).
 absl::Status ValidateRunConfig(const RunConfig& config);
+
+// The model section's own checks (head dimension, GQA divisibility, what
+// the built-in layout allows, llama3 RoPE parameters); part of
+// ValidateRunConfig, and used on configs read from config.json.
+absl::Status ValidateModelConfig(const ModelConfig& model);
 
 // Loads defaults, then `path` (if non-empty), then each "key=value" override,
 // then validates. Errors name the file and key path.

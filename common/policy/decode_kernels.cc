@@ -1,6 +1,7 @@
 #include "common/policy/decode_kernels.h"
 
 #include <cmath>
+#include <vector>
 
 namespace rlvr::policy {
 namespace {
@@ -38,6 +39,15 @@ torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& pos
                               const torch::Tensor& table, int64_t heads, int64_t past,
                               double query_scale, torch::Tensor& cache_keys,
                               torch::Tensor& cache_values) {
+  return RotateIntoCache(qkv, positions, table, heads, heads, past, query_scale, torch::Tensor(),
+                         torch::Tensor(), 0.0, cache_keys, cache_values);
+}
+
+torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& positions,
+                              const torch::Tensor& table, int64_t heads, int64_t kv_heads,
+                              int64_t past, double query_scale, const torch::Tensor& q_norm,
+                              const torch::Tensor& k_norm, double norm_eps,
+                              torch::Tensor& cache_keys, torch::Tensor& cache_values) {
   CheckFloatCpu(qkv, "qkv");
   CheckFloatCpu(cache_keys, "cache_keys");
   CheckFloatCpu(cache_values, "cache_values");
@@ -51,12 +61,24 @@ torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& pos
   const int64_t dh = table.size(1);
   const int64_t half = dh / 2;
   const int64_t capacity = cache_keys.size(2);
-  TORCH_CHECK(qkv.dim() == 2 && qkv.size(0) == b * s && qkv.size(1) == 3 * heads * dh,
-              "qkv must be [B*S, 3*H*Dh]");
+  TORCH_CHECK(kv_heads >= 1 && heads % kv_heads == 0, "kv_heads must divide heads");
+  const int64_t width = (heads + 2 * kv_heads) * dh;
+  TORCH_CHECK(qkv.dim() == 2 && qkv.size(0) == b * s && qkv.size(1) == width,
+              "qkv must be [B*S, (H + 2*KV)*Dh]");
   TORCH_CHECK(cache_keys.sizes() == cache_values.sizes() && cache_keys.dim() == 4 &&
-                  cache_keys.size(0) == b && cache_keys.size(1) == heads &&
+                  cache_keys.size(0) == b && cache_keys.size(1) == kv_heads &&
                   cache_keys.size(3) == dh && past + s <= capacity,
-              "cache must be [B, H, capacity, Dh] with room for the new positions");
+              "cache must be [B, KV, capacity, Dh] with room for the new positions");
+  const float* qn = nullptr;
+  const float* kn = nullptr;
+  if (q_norm.defined() || k_norm.defined()) {
+    TORCH_CHECK(q_norm.defined() && k_norm.defined(), "q_norm and k_norm go together");
+    CheckFloatCpu(q_norm, "q_norm");
+    CheckFloatCpu(k_norm, "k_norm");
+    TORCH_CHECK(q_norm.numel() == dh && k_norm.numel() == dh, "q/k norm weights must be [Dh]");
+    qn = q_norm.data_ptr<float>();
+    kn = k_norm.data_ptr<float>();
+  }
   torch::Tensor q = torch::empty({b, heads, s, dh}, qkv.options());
   const float* in = qkv.data_ptr<float>();
   const int64_t* pos = positions.data_ptr<int64_t>();
@@ -65,26 +87,43 @@ torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& pos
   float* kp = cache_keys.data_ptr<float>();
   float* vp = cache_values.data_ptr<float>();
   const float scale = static_cast<float>(query_scale);
+  const float eps = static_cast<float>(norm_eps);
+  std::vector<float> normed(dh);
+  // The head `x` [dh], RMS-normalised and scaled by `w` when w is given.
+  auto head = [&](const float* x, const float* w) -> const float* {
+    if (w == nullptr) return x;
+    float sum_sq = 0;
+    for (int64_t j = 0; j < dh; ++j) sum_sq += x[j] * x[j];
+    const float inv = 1.0f / std::sqrt(sum_sq / static_cast<float>(dh) + eps);
+    for (int64_t j = 0; j < dh; ++j) normed[j] = x[j] * inv * w[j];
+    return normed.data();
+  };
   for (int64_t r = 0; r < b; ++r) {
     for (int64_t t = 0; t < s; ++t) {
       const int64_t p = pos[r * s + t];
       TORCH_CHECK(p >= 0 && p < table.size(0), "position outside the rotary table");
       const double* cos = tab + p * dh;
       const double* sin = cos + half;
-      const float* row = in + (r * s + t) * 3 * heads * dh;
+      const float* row = in + (r * s + t) * width;
       for (int64_t hh = 0; hh < heads; ++hh) {
-        const float* qi = row + hh * dh;
-        const float* ki = row + (heads + hh) * dh;
-        const float* vi = row + (2 * heads + hh) * dh;
+        const float* qi = head(row + hh * dh, qn);
         float* qo = qp + ((r * heads + hh) * s + t) * dh;
-        const int64_t slot = ((r * heads + hh) * capacity + past + t) * dh;
-        float* ko = kp + slot;
-        float* vo = vp + slot;
         for (int64_t i = 0; i < half; ++i) {
           const float c = static_cast<float>(cos[i]);
           const float sn = static_cast<float>(sin[i]);
           qo[i] = (qi[i] * c - qi[i + half] * sn) * scale;
           qo[i + half] = (qi[i] * sn + qi[i + half] * c) * scale;
+        }
+      }
+      for (int64_t hh = 0; hh < kv_heads; ++hh) {
+        const float* ki = head(row + (heads + hh) * dh, kn);
+        const float* vi = row + (heads + kv_heads + hh) * dh;
+        const int64_t slot = ((r * kv_heads + hh) * capacity + past + t) * dh;
+        float* ko = kp + slot;
+        float* vo = vp + slot;
+        for (int64_t i = 0; i < half; ++i) {
+          const float c = static_cast<float>(cos[i]);
+          const float sn = static_cast<float>(sin[i]);
           ko[i] = ki[i] * c - ki[i + half] * sn;
           ko[i + half] = ki[i] * sn + ki[i + half] * c;
         }

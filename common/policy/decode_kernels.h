@@ -13,9 +13,9 @@
 #ifndef RLVR_COMMON_POLICY_DECODE_KERNELS_H_
 #define RLVR_COMMON_POLICY_DECODE_KERNELS_H_
 
-#include <cstdint>
-
 #include <torch/torch.h>
+
+#include <cstdint>
 
 namespace rlvr::policy {
 
@@ -33,6 +33,17 @@ torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& pos
                               const torch::Tensor& table, int64_t heads, int64_t past,
                               double query_scale, torch::Tensor& cache_keys,
                               torch::Tensor& cache_values);
+
+// The general form, for grouped-query attention and per-head q/k norms:
+// qkv [B*S, (heads + 2 * kv_heads) * Dh] (per row: q heads, k heads, v
+// heads); the cache is [B, kv_heads, capacity, Dh]. If q_norm / k_norm
+// ([Dh] float32) are defined, each query / key head is first RMS-normalised
+// over Dh (eps `norm_eps`) and scaled by them, before the rotation (Qwen3).
+torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& positions,
+                              const torch::Tensor& table, int64_t heads, int64_t kv_heads,
+                              int64_t past, double query_scale, const torch::Tensor& q_norm,
+                              const torch::Tensor& k_norm, double norm_eps,
+                              torch::Tensor& cache_keys, torch::Tensor& cache_values);
 
 }  // namespace rlvr::policy
 

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/policy/decode_kernels.h"
 
 namespace rlvr::policy {
@@ -17,12 +20,11 @@ namespace {
 // softmax instead of NaN; exp(kMaskValue - max) is exactly 0 otherwise.
 constexpr double kMaskValue = -1e9;
 
-constexpr double kRmsEps = 1e-6;  // RMSNorm epsilon inside the square root.
-
 // Rotates the pairs (x[..., i], x[..., i + D/2]) by the given angles.
 // x [..., B, H, S, D]; cos/sin [B, 1, S, D/2] (broadcast over the leading
 // dimensions, so queries and keys can be rotated in one pass).
-torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos,
+                        const torch::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   torch::Tensor x1 = x.narrow(-1, 0, half);
   torch::Tensor x2 = x.narrow(-1, half, half);
@@ -37,86 +39,305 @@ torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& w,
                       const torch::Tensor& residual = torch::Tensor()) {
   if (x.size(0) == 1) {
     torch::Tensor row = x.reshape({-1});
-    torch::Tensor y = residual.defined() ? torch::addmv(residual.reshape({-1}), w, row)
-                                         : torch::mv(w, row);
+    torch::Tensor y =
+        residual.defined() ? torch::addmv(residual.reshape({-1}), w, row) : torch::mv(w, row);
     return y.view({1, -1});
   }
   return residual.defined() ? torch::addmm(residual, x, w.t()) : torch::mm(x, w.t());
 }
 
-}  // namespace
+// What each parameter is, for the constructor to keep a handle on it.
+enum class Role {
+  kEmbed,
+  kFinalNorm,
+  kLmHead,
+  kAttnNorm,
+  kMlpNorm,
+  kQkv,
+  kGateUp,
+  kQ,
+  kK,
+  kV,
+  kQBias,
+  kKBias,
+  kVBias,
+  kOut,
+  kOutBias,
+  kQNorm,
+  kKNorm,
+  kGate,
+  kUp,
+  kGateBias,
+  kUpBias,
+  kDown,
+  kDownBias
+};
 
-std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size) {
-  // As TransformerImpl's constructor registers them; named_parameters()
-  // lists a module's own parameters before its submodules'.
-  const int64_t d = config.d_model;
-  const int64_t ff = config.d_ff;
-  std::vector<ParameterShape> out;
-  out.push_back({"embed", {vocab_size, d}});
-  out.push_back({"final_norm", {d}});
-  for (int i = 0; i < config.n_layers; ++i) {
-    const std::string block = absl::StrCat("layers.", i, ".");
-    out.push_back({block + "attn_norm", {d}});
-    out.push_back({block + "qkv", {3 * d, d}});
-    out.push_back({block + "out", {d, d}});
-    out.push_back({block + "mlp_norm", {d}});
-    out.push_back({block + "gate_up", {2 * ff, d}});
-    out.push_back({block + "down", {d, ff}});
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> dims;
+  int layer;  // -1 for model-level parameters.
+  Role role;
+};
+
+bool IsNorm(Role r) {
+  return r == Role::kFinalNorm || r == Role::kAttnNorm || r == Role::kMlpNorm ||
+         r == Role::kQNorm || r == Role::kKNorm;
+}
+bool IsBias(Role r) {
+  return r == Role::kQBias || r == Role::kKBias || r == Role::kVBias || r == Role::kOutBias ||
+         r == Role::kGateBias || r == Role::kUpBias || r == Role::kDownBias;
+}
+
+int64_t HeadDim(const rlvr::ModelConfig& c) {
+  return c.head_dim > 0 ? c.head_dim : c.d_model / c.n_heads;
+}
+int64_t KvHeads(const rlvr::ModelConfig& c) { return c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads; }
+
+// Every parameter in named_parameters() order: a module lists its own
+// parameters first, then its submodules in the order they were first
+// registered, and the constructor registers in exactly this order.
+std::vector<ParamSpec> Specs(const rlvr::ModelConfig& c, int vocab) {
+  const int64_t d = c.d_model;
+  const int64_t ff = c.d_ff;
+  std::vector<ParamSpec> out;
+  if (c.arch == "builtin") {
+    out.push_back({"embed", {vocab, d}, -1, Role::kEmbed});
+    out.push_back({"final_norm", {d}, -1, Role::kFinalNorm});
+    for (int i = 0; i < c.n_layers; ++i) {
+      const std::string block = absl::StrCat("layers.", i, ".");
+      out.push_back({block + "attn_norm", {d}, i, Role::kAttnNorm});
+      out.push_back({block + "qkv", {3 * d, d}, i, Role::kQkv});
+      out.push_back({block + "out", {d, d}, i, Role::kOut});
+      out.push_back({block + "mlp_norm", {d}, i, Role::kMlpNorm});
+      out.push_back({block + "gate_up", {2 * ff, d}, i, Role::kGateUp});
+      out.push_back({block + "down", {d, ff}, i, Role::kDown});
+    }
+    return out;
+  }
+  const int64_t dh = HeadDim(c);
+  const int64_t q_width = c.n_heads * dh;
+  const int64_t kv_width = KvHeads(c) * dh;
+  out.push_back({"model.embed_tokens.weight", {vocab, d}, -1, Role::kEmbed});
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string attn = absl::StrCat("model.layers.", i, ".self_attn.");
+    const std::string mlp = absl::StrCat("model.layers.", i, ".mlp.");
+    const std::string block = absl::StrCat("model.layers.", i, ".");
+    out.push_back({attn + "q_proj.weight", {q_width, d}, i, Role::kQ});
+    if (c.qkv_bias) out.push_back({attn + "q_proj.bias", {q_width}, i, Role::kQBias});
+    out.push_back({attn + "k_proj.weight", {kv_width, d}, i, Role::kK});
+    if (c.qkv_bias) out.push_back({attn + "k_proj.bias", {kv_width}, i, Role::kKBias});
+    out.push_back({attn + "v_proj.weight", {kv_width, d}, i, Role::kV});
+    if (c.qkv_bias) out.push_back({attn + "v_proj.bias", {kv_width}, i, Role::kVBias});
+    out.push_back({attn + "o_proj.weight", {d, q_width}, i, Role::kOut});
+    if (c.o_bias) out.push_back({attn + "o_proj.bias", {d}, i, Role::kOutBias});
+    if (c.qk_norm) {
+      out.push_back({attn + "q_norm.weight", {dh}, i, Role::kQNorm});
+      out.push_back({attn + "k_norm.weight", {dh}, i, Role::kKNorm});
+    }
+    out.push_back({mlp + "gate_proj.weight", {ff, d}, i, Role::kGate});
+    if (c.mlp_bias) out.push_back({mlp + "gate_proj.bias", {ff}, i, Role::kGateBias});
+    out.push_back({mlp + "up_proj.weight", {ff, d}, i, Role::kUp});
+    if (c.mlp_bias) out.push_back({mlp + "up_proj.bias", {ff}, i, Role::kUpBias});
+    out.push_back({mlp + "down_proj.weight", {d, ff}, i, Role::kDown});
+    if (c.mlp_bias) out.push_back({mlp + "down_proj.bias", {d}, i, Role::kDownBias});
+    out.push_back({block + "input_layernorm.weight", {d}, i, Role::kAttnNorm});
+    out.push_back({block + "post_attention_layernorm.weight", {d}, i, Role::kMlpNorm});
+  }
+  out.push_back({"model.norm.weight", {d}, -1, Role::kFinalNorm});
+  if (!c.tie_embeddings) out.push_back({"lm_head.weight", {vocab, d}, -1, Role::kLmHead});
+  return out;
+}
+
+// Registers `value` as parameter `dotted` ("a.b.w": submodule a, its
+// submodule b, parameter w) under `root`, creating the plain submodules on
+// the way (parameter names may not contain '.').
+torch::Tensor RegisterAt(torch::nn::Module& root, const std::string& dotted, torch::Tensor value) {
+  std::vector<std::string> parts = absl::StrSplit(dotted, '.');
+  torch::nn::Module* m = &root;
+  std::shared_ptr<torch::nn::Module> holder;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    auto children = m->named_children();
+    if (auto* found = children.find(parts[i])) {
+      holder = *found;
+    } else {
+      holder = m->register_module(parts[i], std::make_shared<torch::nn::Module>());
+    }
+    m = holder.get();
+  }
+  return m->register_parameter(parts.back(), std::move(value));
+}
+
+// The llama3 RoPE frequency remap (Llama 3.1/3.2 rope_scaling): wavelengths
+// longer than original/low_freq_factor are divided by `factor`, shorter than
+// original/high_freq_factor kept, and those between interpolated smoothly.
+torch::Tensor Llama3InvFreq(const torch::Tensor& inv_freq, const rlvr::ModelConfig& c) {
+  const double old_len = c.rope_original_max_position;
+  const double low_wavelen = old_len / c.rope_low_freq_factor;
+  const double high_wavelen = old_len / c.rope_high_freq_factor;
+  torch::Tensor out = inv_freq.clone();
+  auto f = out.accessor<double, 1>();
+  for (int64_t i = 0; i < out.size(0); ++i) {
+    const double freq = f[i];
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) continue;
+    if (wavelen > low_wavelen) {
+      f[i] = freq / c.rope_factor;
+      continue;
+    }
+    const double smooth = (old_len / wavelen - c.rope_low_freq_factor) /
+                          (c.rope_high_freq_factor - c.rope_low_freq_factor);
+    f[i] = (1 - smooth) * freq / c.rope_factor + smooth * freq;
   }
   return out;
 }
 
-TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size)
-    : config_(config), vocab_size_(vocab_size) {
+bool IsReduced(torch::ScalarType t) { return t == torch::kBFloat16 || t == torch::kHalf; }
+
+// x @ w^T (+ bias).
+torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  return Project(x, w, bias);
+}
+
+}  // namespace
+
+std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size) {
+  std::vector<ParameterShape> out;
+  for (ParamSpec& p : Specs(config, vocab_size)) out.push_back({p.name, p.dims});
+  return out;
+}
+
+TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size, bool random_init,
+                                 const torch::TensorOptions& empty_options)
+    : config_(config), vocab_size_(vocab_size), hf_(config.arch != "builtin") {
   TORCH_CHECK(vocab_size >= 1, "vocab_size must be >= 1");
-  TORCH_CHECK(config.n_heads >= 1 && config.d_model % config.n_heads == 0,
-              "d_model must be divisible by n_heads");
-  head_dim_ = config.d_model / config.n_heads;
-  TORCH_CHECK(head_dim_ % 2 == 0, "head dimension must be even for RoPE");
+  TORCH_CHECK(config.vocab_size == 0 || config.vocab_size == vocab_size,
+              "vocab_size differs from config.vocab_size");
+  const absl::Status valid = ValidateModelConfig(config);
+  TORCH_CHECK(valid.ok(), std::string(valid.message()));
   TORCH_CHECK(config.n_layers >= 1 && config.d_ff >= 1, "n_layers and d_ff must be >= 1");
-  const int64_t d = config.d_model;
+  head_dim_ = HeadDim(config);
+  n_kv_heads_ = KvHeads(config);
+  TORCH_CHECK(head_dim_ % 2 == 0, "head dimension must be even for RoPE");
   const double std = config.init_std;
   torch::NoGradGuard no_grad;
-  // Keep ParameterLayout in step with what is registered here.
-  embed_ = register_parameter("embed", torch::randn({vocab_size, d}) * std);
-  // Parameter names may not contain '.', so blocks are nested modules:
-  // "layers" -> "<i>" -> parameters, giving "layers.<i>.qkv" and so on.
-  auto layers = register_module("layers", std::make_shared<torch::nn::Module>());
-  for (int i = 0; i < config.n_layers; ++i) {
-    auto block = layers->register_module(absl::StrCat(i), std::make_shared<torch::nn::Module>());
-    Layer l;
-    l.attn_norm = block->register_parameter("attn_norm", torch::ones({d}));
-    l.qkv = block->register_parameter("qkv", torch::randn({3 * d, d}) * std);
-    l.out = block->register_parameter("out", torch::randn({d, d}) * std);
-    l.mlp_norm = block->register_parameter("mlp_norm", torch::ones({d}));
-    l.gate_up = block->register_parameter("gate_up", torch::randn({2 * config.d_ff, d}) * std);
-    l.down = block->register_parameter("down", torch::randn({d, config.d_ff}) * std);
-    layers_.push_back(l);
+  layers_.resize(config.n_layers);
+  // Registration in Specs order keeps named_parameters() == ParameterLayout
+  // and, for the built-in model, the RNG draws in their original order.
+  for (ParamSpec& p : Specs(config, vocab_size)) {
+    torch::Tensor value;
+    if (!random_init) {
+      value = torch::empty(p.dims, empty_options);
+    } else if (IsNorm(p.role)) {
+      value = torch::ones(p.dims);
+    } else if (IsBias(p.role)) {
+      value = torch::zeros(p.dims);
+    } else {
+      value = torch::randn(p.dims) * std;
+    }
+    torch::Tensor t = RegisterAt(*this, p.name, std::move(value));
+    Layer* l = p.layer >= 0 ? &layers_[p.layer] : nullptr;
+    switch (p.role) {
+      case Role::kEmbed:
+        embed_ = t;
+        break;
+      case Role::kFinalNorm:
+        final_norm_ = t;
+        break;
+      case Role::kLmHead:
+        lm_head_ = t;
+        break;
+      case Role::kAttnNorm:
+        l->attn_norm = t;
+        break;
+      case Role::kMlpNorm:
+        l->mlp_norm = t;
+        break;
+      case Role::kQkv:
+        l->qkv = t;
+        break;
+      case Role::kGateUp:
+        l->gate_up = t;
+        break;
+      case Role::kQ:
+        l->q = t;
+        break;
+      case Role::kK:
+        l->k = t;
+        break;
+      case Role::kV:
+        l->v = t;
+        break;
+      case Role::kQBias:
+        l->q_bias = t;
+        break;
+      case Role::kKBias:
+        l->k_bias = t;
+        break;
+      case Role::kVBias:
+        l->v_bias = t;
+        break;
+      case Role::kOut:
+        l->out = t;
+        break;
+      case Role::kOutBias:
+        l->out_bias = t;
+        break;
+      case Role::kQNorm:
+        l->q_norm = t;
+        break;
+      case Role::kKNorm:
+        l->k_norm = t;
+        break;
+      case Role::kGate:
+        l->gate = t;
+        break;
+      case Role::kUp:
+        l->up = t;
+        break;
+      case Role::kGateBias:
+        l->gate_bias = t;
+        break;
+      case Role::kUpBias:
+        l->up_bias = t;
+        break;
+      case Role::kDown:
+        l->down = t;
+        break;
+      case Role::kDownBias:
+        l->down_bias = t;
+        break;
+    }
   }
-  final_norm_ = register_parameter("final_norm", torch::ones({d}));
   inv_freq_ = torch::pow(config.rope_theta,
                          -torch::arange(0, head_dim_, 2, torch::kFloat64) / double(head_dim_));
+  if (config.rope_scaling == "llama3") inv_freq_ = Llama3InvFreq(inv_freq_, config);
   // The same float64 angles ForwardWithPositions would compute, tabulated
-  // once for positions [0, max_seq_len): decoding then looks them up instead
-  // of spending ~8 small tensor ops per step on them.
-  torch::Tensor angles =
-      torch::arange(config.max_seq_len, torch::kFloat64).unsqueeze(-1) * inv_freq_;
-  rope_table_ = torch::cat({angles.cos(), angles.sin()}, -1);  // [max_seq_len, head_dim]
+  // once for the first positions: decoding then looks them up instead of
+  // spending ~8 small tensor ops per step on them. HF contexts (32K-128K)
+  // are not tabulated in full: later positions are computed.
+  const int64_t rows = std::min<int64_t>(config.max_seq_len, kMaxRopeTable);
+  torch::Tensor angles = torch::arange(rows, torch::kFloat64).unsqueeze(-1) * inv_freq_;
+  rope_table_ = torch::cat({angles.cos(), angles.sin()}, -1);  // [rows, head_dim]
 }
 
 std::pair<torch::Tensor, torch::Tensor> TransformerImpl::RopeAngles(const torch::Tensor& positions,
                                                                     bool in_table) const {
-  const auto dtype = embed_.scalar_type();
+  auto dtype = embed_.scalar_type();
+  if (IsReduced(dtype)) dtype = torch::kFloat32;  // HF rotates in float32 under bf16.
+  const auto device = embed_.device();
   const int64_t b = positions.size(0);
   const int64_t s = positions.size(1);
   const int64_t half = head_dim_ / 2;
   if (in_table) {
-    torch::Tensor cs =
-        rope_table_.index_select(0, positions.reshape({-1})).to(dtype).view({b, 1, s, 2 * half});
+    torch::Tensor cs = rope_table_.index_select(0, positions.reshape({-1}).cpu())
+                           .to(device, dtype)
+                           .view({b, 1, s, 2 * half});
     return {cs.narrow(-1, 0, half), cs.narrow(-1, half, half)};
   }
-  torch::Tensor angles = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;  // [B,S,D/2]
-  return {angles.cos().to(dtype).unsqueeze(1), angles.sin().to(dtype).unsqueeze(1)};
+  torch::Tensor angles =
+      positions.cpu().to(torch::kFloat64).unsqueeze(-1) * inv_freq_;  // [B,S,D/2]
+  return {angles.cos().to(device, dtype).unsqueeze(1), angles.sin().to(device, dtype).unsqueeze(1)};
 }
 
 int64_t TransformerImpl::num_parameters() const {
@@ -126,7 +347,15 @@ int64_t TransformerImpl::num_parameters() const {
 }
 
 torch::Tensor TransformerImpl::RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + kRmsEps) * weight;
+  const double eps = config_.rms_norm_eps;
+  if (IsReduced(x.scalar_type())) {
+    // As HF: variance and normalisation in float32, back to the input dtype,
+    // then the weight.
+    torch::Tensor xf = x.to(torch::kFloat32);
+    return weight *
+           (xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
+  }
+  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
 }
 
 void TransformerImpl::CheckTokenRange(const torch::Tensor& tokens) const {
@@ -171,8 +400,8 @@ KvCache TransformerImpl::NewCache(int64_t batch, int64_t capacity) const {
   KvCache cache;
   const auto opts = embed_.options().requires_grad(false);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    cache.keys.push_back(torch::zeros({batch, config_.n_heads, capacity, head_dim_}, opts));
-    cache.values.push_back(torch::zeros({batch, config_.n_heads, capacity, head_dim_}, opts));
+    cache.keys.push_back(torch::zeros({batch, n_kv_heads_, capacity, head_dim_}, opts));
+    cache.values.push_back(torch::zeros({batch, n_kv_heads_, capacity, head_dim_}, opts));
   }
   cache.key_bias = torch::zeros({batch, 1, 1, capacity}, opts);
   cache.capacity = capacity;
@@ -189,17 +418,18 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
   const int64_t s = tokens.size(1);
   TORCH_CHECK(s >= 1, "need at least one token");
   CheckTokenRange(tokens);
-  // The RoPE table covers [0, max_seq_len); other positions are computed.
+  // The RoPE table covers [0, rope_table_ rows); other positions are computed.
   bool positions_in_table = true;
   if (positions.numel() == 0) {
     positions_in_table = true;
   } else if (positions.is_cpu() && positions.is_contiguous()) {
     const int64_t* p = positions.data_ptr<int64_t>();
     const auto [lo, hi] = std::minmax_element(p, p + positions.numel());
-    positions_in_table = *lo >= 0 && *hi < rope_table_.size(0);
+    TORCH_CHECK(*lo >= 0, "positions must be >= 0");
+    positions_in_table = *hi < rope_table_.size(0);
   } else {
-    positions_in_table = positions.min().item<int64_t>() >= 0 &&
-                         positions.max().item<int64_t>() < rope_table_.size(0);
+    TORCH_CHECK(positions.min().item<int64_t>() >= 0, "positions must be >= 0");
+    positions_in_table = positions.max().item<int64_t>() < rope_table_.size(0);
   }
   const int64_t past = cache != nullptr ? cache->length : 0;
   if (cache != nullptr) {
@@ -208,20 +438,25 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
     TORCH_CHECK(past + s <= cache->capacity, "KV cache capacity exceeded");
   }
   const int64_t total = past + s;
+  const auto dtype = embed_.scalar_type();
   // Decoding into a cache without autograd (Generate) takes the fused loops
   // of decode_kernels.h; everything else uses the tensor ops below.
   const bool fused = cache != nullptr && !torch::GradMode::is_enabled() &&
-                     embed_.scalar_type() == torch::kFloat32 && embed_.is_cpu() &&
-                     positions_in_table && positions.is_contiguous() &&
-                     cache->keys.front().is_contiguous() && cache->values.front().is_contiguous();
+                     dtype == torch::kFloat32 && embed_.is_cpu() && positions_in_table &&
+                     positions.is_contiguous() && cache->keys.front().is_contiguous() &&
+                     cache->values.front().is_contiguous();
   auto norm = [&](const torch::Tensor& x, const torch::Tensor& w) {
-    return fused ? RmsNormRows(x, w, kRmsEps) : RmsNorm(x, w);
+    return fused ? RmsNormRows(x, w, config_.rms_norm_eps) : RmsNorm(x, w);
   };
 
-  // RoPE angles per row and position, [B,1,S,D/2] each (the fused path reads
+  // RoPE angles per row and position, [B,1,S,Dh/2] each (the fused path reads
   // the table directly).
   torch::Tensor cos, sin;
   if (!fused) std::tie(cos, sin) = RopeAngles(positions, positions_in_table);
+  auto rope = [&](const torch::Tensor& x) {
+    if (!IsReduced(x.scalar_type())) return ApplyRope(x, cos, sin);
+    return ApplyRope(x.to(torch::kFloat32), cos, sin).to(x.scalar_type());
+  };
 
   // Additive attention mask [B or 1, 1, S, total]: causal among the new
   // tokens plus the caller's key bias.
@@ -244,25 +479,45 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
   // The residual stream is kept as [B*S, D] so that every projection is one
   // 2-D BLAS call with the residual addition folded into it.
   const double scale = 1.0 / std::sqrt(double(head_dim_));
-  const int64_t d = config_.d_model;
   const int64_t h = config_.n_heads;
-  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}));  // [B*S, D]
+  const int64_t kv = n_kv_heads_;
+  const int64_t rep = h / kv;  // Query heads per key/value head (GQA).
+  const int64_t dh = head_dim_;
+  const int64_t ff = config_.d_ff;
+  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}).to(embed_.device()));  // [B*S, D]
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
-    torch::Tensor qkv = Project(norm(x, l.attn_norm), l.qkv);  // [B*S, 3D]
-    torch::Tensor q, k, v;                                     // [B,H,S|total,Dh]
+    torch::Tensor xn = norm(x, l.attn_norm);
+    torch::Tensor qf, kf, vf;  // [B*S, H*Dh], [B*S, KV*Dh], [B*S, KV*Dh]
+    torch::Tensor qkv;         // Built-in: the fused projection.
+    if (!hf_) {
+      qkv = Project(xn, l.qkv);
+      qf = qkv.narrow(1, 0, h * dh);
+      kf = qkv.narrow(1, h * dh, kv * dh);
+      vf = qkv.narrow(1, (h + kv) * dh, kv * dh);
+    } else {
+      qf = Linear(xn, l.q, l.q_bias);
+      kf = Linear(xn, l.k, l.k_bias);
+      vf = Linear(xn, l.v, l.v_bias);
+    }
+    torch::Tensor q, k, v;  // [B,H,S,Dh], [B,KV,S|total,Dh]
     if (fused) {
+      if (hf_) qkv = torch::cat({qf, kf, vf}, 1);
       // Queries come back pre-multiplied by the attention scale.
-      q = RotateIntoCache(qkv, positions, rope_table_, h, past, scale, cache->keys[i],
-                          cache->values[i]);
+      q = RotateIntoCache(qkv, positions, rope_table_, h, kv, past, scale, l.q_norm, l.k_norm,
+                          config_.rms_norm_eps, cache->keys[i], cache->values[i]);
       k = cache->keys[i].narrow(2, 0, total);
       v = cache->values[i].narrow(2, 0, total);
     } else {
-      qkv = qkv.view({b, s, 3, h, head_dim_}).permute({2, 0, 3, 1, 4});  // [3,B,H,S,Dh]
-      torch::Tensor qk = ApplyRope(qkv.narrow(0, 0, 2), cos, sin);       // [2,B,H,S,Dh]
-      q = qk[0];
-      k = qk[1];
-      v = qkv[2];
+      q = qf.view({b, s, h, dh});
+      k = kf.view({b, s, kv, dh});
+      v = vf.view({b, s, kv, dh}).permute({0, 2, 1, 3});
+      if (l.q_norm.defined()) {
+        q = RmsNorm(q, l.q_norm);
+        k = RmsNorm(k, l.k_norm);
+      }
+      q = rope(q.permute({0, 2, 1, 3}));
+      k = rope(k.permute({0, 2, 1, 3}));
       if (cache != nullptr) {
         cache->keys[i].narrow(2, past, s).copy_(k);
         cache->values[i].narrow(2, past, s).copy_(v);
@@ -270,29 +525,50 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
         v = cache->values[i].narrow(2, 0, total);
       }
     }
-    torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));  // [B,H,S,total]
+    // Grouped-query attention without copying keys: the `rep` query heads
+    // sharing key/value head g (HF's repeat_kv: heads g*rep .. g*rep+rep-1)
+    // are stacked along the query axis, [B, KV, rep*S, Dh].
+    torch::Tensor qg = rep == 1 ? q : q.reshape({b, kv, rep * s, dh});
+    torch::Tensor scores = torch::matmul(qg, k.transpose(-2, -1));  // [B,KV,rep*S,total]
+    if (rep != 1) scores = scores.view({b, h, s, total});
     if (!fused) scores = scores * scale;
     if (mask.defined()) scores = scores + mask;
-    torch::Tensor attn = torch::matmul(torch::softmax(scores, -1), v);  // [B,H,S,Dh]
-    attn = attn.transpose(1, 2).reshape({b * s, d});
+    torch::Tensor probs = IsReduced(dtype) ? torch::softmax(scores, -1, torch::kFloat32).to(dtype)
+                                           : torch::softmax(scores, -1);
+    if (rep != 1) probs = probs.view({b, kv, rep * s, total});
+    torch::Tensor attn = torch::matmul(probs, v);  // [B,KV,rep*S,Dh] = [B,H,S,Dh]
+    attn = attn.reshape({b, h, s, dh}).transpose(1, 2).reshape({b * s, h * dh});
     x = Project(attn, l.out, x);
-    torch::Tensor gu = Project(norm(x, l.mlp_norm), l.gate_up);  // [B*S, 2F]
-    torch::Tensor gate = gu.narrow(-1, 0, config_.d_ff);
-    torch::Tensor up = gu.narrow(-1, config_.d_ff, config_.d_ff);
+    if (l.out_bias.defined()) x = x + l.out_bias;
+    xn = norm(x, l.mlp_norm);
+    torch::Tensor gate, up;
+    if (!hf_) {
+      torch::Tensor gu = Project(xn, l.gate_up);  // [B*S, 2F]
+      gate = gu.narrow(-1, 0, ff);
+      up = gu.narrow(-1, ff, ff);
+    } else {
+      gate = Linear(xn, l.gate, l.gate_bias);
+      up = Linear(xn, l.up, l.up_bias);
+    }
     x = Project(torch::silu(gate) * up, l.down, x);
+    if (l.down_bias.defined()) x = x + l.down_bias;
   }
   if (cache != nullptr) cache->length = total;
-  return norm(x, final_norm_).view({b, s, d});
+  return norm(x, final_norm_).view({b, s, x.size(-1)});
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,
                                               uint64_t init_seed) {
   if (vocab_size < 1) return absl::InvalidArgumentError("model: vocab_size must be >= 1");
-  if (config.n_heads < 1 || config.d_model % config.n_heads != 0) {
+  if (config.n_heads < 1 || (config.head_dim == 0 && config.d_model % config.n_heads != 0)) {
     return absl::InvalidArgumentError("model: d_model must be divisible by n_heads");
   }
-  if ((config.d_model / config.n_heads) % 2 != 0) {
-    return absl::InvalidArgumentError("model: head dimension must be even (RoPE)");
+  if (config.vocab_size != 0 && config.vocab_size != vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model: vocab_size ", vocab_size, " differs from model.vocab_size ", config.vocab_size));
+  }
+  if (absl::Status s = ValidateModelConfig(config); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("model: ", s.message()));
   }
   if (config.n_layers < 1 || config.d_ff < 1) {
     return absl::InvalidArgumentError("model: n_layers and d_ff must be >= 1");

@@ -1,5 +1,12 @@
 // The policy model: a decoder-only transformer (RMSNorm, rotary position
-// embeddings, SwiGLU MLP, tied input/output embeddings) in LibTorch.
+// embeddings, SwiGLU MLP) in LibTorch, in two layouts:
+//  - the built-in model (config.arch == "builtin"): tied input/output
+//    embeddings, fused qkv and gate_up projections, no biases;
+//  - the Hugging Face architectures llama, qwen2 and qwen3 (hf_config.h):
+//    grouped-query attention (n_kv_heads), an explicit head_dim, optional
+//    q/k/v, o and MLP biases, Qwen3's per-head q/k RMSNorm before RoPE, llama3
+//    RoPE frequency scaling, tied or untied lm_head, computed as HF's
+//    modeling_{llama,qwen2,qwen3}.py compute them (docs/policy.md).
 //
 // Two paths compute the same function:
 //  - forward(tokens): the training path over a full [B, L] batch (causal);
@@ -9,12 +16,20 @@
 //    real token) and pad keys are masked out, so a row's logits do not depend
 //    on how much padding it got (up to float rounding).
 //
-// Parameter names (used by weights.h): "embed" [V, D] (also the output
-// projection), per block i "layers.<i>.attn_norm" [D], "layers.<i>.qkv"
-// [3D, D], "layers.<i>.out" [D, D], "layers.<i>.mlp_norm" [D],
-// "layers.<i>.gate_up" [2F, D], "layers.<i>.down" [D, F]; "final_norm" [D].
-// No biases, no buffers. Parameters are float32 unless the caller converts
-// the module (tests use float64).
+// Parameter names (used by weights.h; ParameterLayout lists them).
+// Built-in: "embed" [V, D] (also the output projection), per block i
+// "layers.<i>.attn_norm" [D], "layers.<i>.qkv" [3D, D], "layers.<i>.out"
+// [D, D], "layers.<i>.mlp_norm" [D], "layers.<i>.gate_up" [2F, D],
+// "layers.<i>.down" [D, F]; "final_norm" [D]. HF architectures: exactly the
+// HF tensor names, "model.embed_tokens.weight", per block
+// "model.layers.<i>.self_attn.{q,k,v,o}_proj.{weight,bias}",
+// "model.layers.<i>.self_attn.{q,k}_norm.weight",
+// "model.layers.<i>.mlp.{gate,up,down}_proj.{weight,bias}",
+// "model.layers.<i>.{input,post_attention}_layernorm.weight",
+// "model.norm.weight" and "lm_head.weight" when untied. No buffers.
+// Parameters are float32 unless the caller converts the module (tests use
+// float64; HF models may run in bfloat16: norms, softmax and RoPE angles are
+// then computed in float32 as HF does).
 //
 // Thread safety: like any torch::nn::Module, a model is not safe for
 // concurrent mutation; concurrent forward passes under NoGradGuard are safe.
@@ -23,12 +38,12 @@
 #ifndef RLVR_COMMON_POLICY_MODEL_H_
 #define RLVR_COMMON_POLICY_MODEL_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "absl/status/statusor.h"
 #include "common/run_config.h"
@@ -38,8 +53,8 @@ namespace rlvr::policy {
 // Preallocated key/value storage for incremental decoding of B rows.
 // Created by TransformerImpl::NewCache; owned by the caller; one per decode.
 struct KvCache {
-  std::vector<torch::Tensor> keys;    // Per layer [B, H, capacity, head_dim].
-  std::vector<torch::Tensor> values;  // Per layer [B, H, capacity, head_dim].
+  std::vector<torch::Tensor> keys;    // Per layer [B, n_kv_heads, capacity, head_dim].
+  std::vector<torch::Tensor> values;  // Per layer [B, n_kv_heads, capacity, head_dim].
   torch::Tensor key_bias;             // [B, 1, 1, capacity]: 0 or a large negative (pad keys).
   bool has_key_bias = false;          // False while key_bias is all zero: it is then skipped.
   int64_t length = 0;                 // Positions filled so far.
@@ -48,21 +63,26 @@ struct KvCache {
 
 class TransformerImpl : public torch::nn::Module {
  public:
-  // Throws c10::Error if the config is inconsistent (d_model % n_heads != 0,
-  // odd head dimension, vocab_size < 1). Initialises weights from the global
-  // torch RNG (normal, std = config.init_std; norms to 1).
-  TransformerImpl(const rlvr::ModelConfig& config, int vocab_size);
+  // Throws c10::Error if the config is inconsistent (ValidateModelConfig,
+  // vocab_size < 1, config.vocab_size set and different). With random_init,
+  // initialises weights from the global torch RNG (normal, std =
+  // config.init_std; norms to 1, biases to 0); otherwise the parameters are
+  // allocated uninitialised with `empty_options` (dtype, device), for a
+  // loader that fills every one.
+  TransformerImpl(const rlvr::ModelConfig& config, int vocab_size, bool random_init = true,
+                  const torch::TensorOptions& empty_options = torch::TensorOptions());
 
-  // tokens [B, L] int64 -> logits [B, L, V] float32 (the parameters' dtype),
+  // tokens [B, L] int64 -> logits [B, L, V] (the parameters' dtype),
   // causal, positions 0..L-1 in every row.
   torch::Tensor forward(const torch::Tensor& tokens);
 
   // The general path. tokens [B, S] int64; positions [B, S] int64 (RoPE
-  // positions per row); key_bias [B, 1, 1, K] additive mask over the K keys
-  // (K = S without cache, cache->length + S with one; undefined = none).
-  // Causality within the S new tokens is always applied. With `cache`, the
-  // new keys/values are written at [cache->length, cache->length + S) and
-  // cache->length advances (capacity must suffice). Returns logits [B, S, V].
+  // positions per row, any non-negative value); key_bias [B, 1, 1, K]
+  // additive mask over the K keys (K = S without cache, cache->length + S
+  // with one; undefined = none). Causality within the S new tokens is always
+  // applied. With `cache`, the new keys/values are written at
+  // [cache->length, cache->length + S) and cache->length advances (capacity
+  // must suffice). Returns logits [B, S, V].
   torch::Tensor ForwardWithPositions(const torch::Tensor& tokens, const torch::Tensor& positions,
                                      const torch::Tensor& key_bias, KvCache* cache);
 
@@ -74,53 +94,75 @@ class TransformerImpl : public torch::nn::Module {
                                     const torch::Tensor& key_bias, KvCache* cache);
   // forward() without the output projection: tokens [B, L] -> [B, L, D].
   torch::Tensor Hidden(const torch::Tensor& tokens);
-  // The output projection [V, D]: logits = hidden x OutputWeight()^T.
-  const torch::Tensor& OutputWeight() const { return embed_; }
+  // The output projection [V, D]: logits = hidden x OutputWeight()^T (the
+  // embedding when tied, lm_head otherwise).
+  const torch::Tensor& OutputWeight() const { return lm_head_.defined() ? lm_head_ : embed_; }
 
   // An empty cache for `batch` rows and `capacity` positions, in the
-  // parameters' dtype; key_bias all zero (the caller marks pad keys and sets
+  // parameters' dtype and device ([B, n_kv_heads, capacity, head_dim] per
+  // layer); key_bias all zero (the caller marks pad keys and sets
   // has_key_bias).
   KvCache NewCache(int64_t batch, int64_t capacity) const;
 
   int vocab_size() const { return vocab_size_; }
   const ModelConfig& config() const { return config_; }
+  bool is_hf() const { return hf_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t n_kv_heads() const { return n_kv_heads_; }
   // Total number of parameter elements.
   int64_t num_parameters() const;
 
+  // Rows of the RoPE angle table: min(max_seq_len, kMaxRopeTable); positions
+  // beyond it are computed (float64) when needed.
+  static constexpr int64_t kMaxRopeTable = 8192;
+
  private:
   struct Layer {
-    torch::Tensor attn_norm, qkv, out, mlp_norm, gate_up, down;
+    torch::Tensor attn_norm, mlp_norm;
+    torch::Tensor qkv, gate_up;                     // Built-in (fused).
+    torch::Tensor q, k, v, q_bias, k_bias, v_bias;  // HF (biases may be undefined).
+    torch::Tensor out, out_bias;
+    torch::Tensor q_norm, k_norm;                // Qwen3.
+    torch::Tensor gate, up, gate_bias, up_bias;  // HF.
+    torch::Tensor down, down_bias;
   };
   torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const;
   // Throws c10::Error unless every id is in [0, vocab_size).
   void CheckTokenRange(const torch::Tensor& tokens) const;
-  // (cos, sin) [B, 1, S, head_dim/2] in the parameters' dtype for positions
-  // [B, S]; in_table: every position is in [0, max_seq_len) (table lookup).
+  // (cos, sin) [B, 1, S, head_dim/2] in the compute dtype (float32 for
+  // bfloat16 parameters) for positions [B, S]; in_table: every position is in
+  // [0, rope_table_ rows) (table lookup).
   std::pair<torch::Tensor, torch::Tensor> RopeAngles(const torch::Tensor& positions,
                                                      bool in_table) const;
 
   ModelConfig config_;
   int vocab_size_;
+  bool hf_;
   int64_t head_dim_;
+  int64_t n_kv_heads_;
   torch::Tensor embed_;
   torch::Tensor final_norm_;
+  torch::Tensor lm_head_;  // Untied HF models only.
   std::vector<Layer> layers_;
-  torch::Tensor inv_freq_;    // [head_dim/2] float64, not a parameter.
-  torch::Tensor rope_table_;  // [max_seq_len, head_dim] float64: cos | sin of position * inv_freq_.
+  torch::Tensor inv_freq_;  // [head_dim/2] float64 (llama3-scaled if configured), not a parameter.
+  torch::Tensor rope_table_;  // [rows, head_dim] float64: cos | sin of position * inv_freq_.
 };
 TORCH_MODULE(Transformer);
 
 // The parameters a Transformer of this shape registers, in the order of
 // named_parameters(), each float32: what sizes its weight blob without
-// building one (a model test checks the two agree).
+// building one, and the tensors a HF checkpoint must hold (a model test
+// checks the two agree).
 struct ParameterShape {
   std::string name;
   std::vector<int64_t> dims;
 };
 std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size);
 
-// A validated model: checks `config` and vocab_size, seeds the global torch
-// RNG with `init_seed` and constructs. InvalidArgument on a bad config.
+// A validated model: checks `config` (ValidateModelConfig) and vocab_size,
+// seeds the global torch RNG with `init_seed` and constructs (randomly
+// initialised; LoadHfModel in hf_checkpoint.h loads a HF directory).
+// InvalidArgument on a bad config.
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,
                                               uint64_t init_seed);
 

@@ -86,6 +86,83 @@ TEST(TransformerTest, DecodeLogProbsMatchTrainingForward) {
   }
 }
 
+// The HF layouts (GQA, explicit head_dim, biases, q/k norms, untied head,
+// llama3 RoPE): cached decoding (fused loops and, with a RoPE table shorter
+// than the sequences, the tensor-op path) against the training forward.
+ModelConfig HfTiny(const std::string& arch) {
+  ModelConfig c;
+  c.arch = arch;
+  c.d_model = 24;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 8;  // != d_model / n_heads.
+  c.d_ff = 40;
+  c.max_seq_len = 64;
+  c.init_std = 0.3;
+  c.qkv_bias = arch != "qwen3";
+  c.o_bias = arch == "llama";
+  c.mlp_bias = arch == "llama";
+  c.qk_norm = arch == "qwen3";
+  c.tie_embeddings = arch == "qwen2";
+  if (arch == "llama") {
+    c.rope_scaling = "llama3";
+    c.rope_original_max_position = 16;
+  }
+  return c;
+}
+
+TEST(TransformerTest, HfArchitecturesDecodeMatchesTrainingForward) {
+  torch::set_num_threads(1);
+  for (const std::string arch : {"llama", "qwen2", "qwen3"}) {
+    for (int rope_rows : {64, 6}) {
+      ModelConfig c = HfTiny(arch);
+      c.max_seq_len = rope_rows;
+      auto m = CreateTransformer(c, kVocab, 4);
+      ASSERT_TRUE(m.ok()) << m.status();
+      {
+        // Biases are zero-initialised; make them matter.
+        torch::NoGradGuard ng;
+        for (auto& p : (*m)->named_parameters()) {
+          if (p.key().find("bias") != std::string::npos) p.value().normal_(0, 0.3);
+        }
+      }
+      SamplingOptions opt;
+      opt.max_new_tokens = 10;
+      std::vector<uint64_t> seeds = {1, 2, 3, 4};
+      auto samples = Generate(*m, Ptrs(kPrompts), seeds, opt);
+      std::vector<std::vector<int>> completions;
+      for (const auto& s : samples) completions.push_back(s.tokens);
+      CompletionLogProbs lp =
+          ComputeCompletionLogProbs(*m, Ptrs(kPrompts), Ptrs(completions), false);
+      float max_diff = 0;
+      for (size_t r = 0; r < samples.size(); ++r) {
+        for (size_t t = 0; t < samples[r].tokens.size(); ++t) {
+          max_diff = std::max(max_diff,
+                              std::abs(lp.logprobs[r][t].item<float>() - samples[r].logprobs[t]));
+        }
+      }
+      EXPECT_LT(max_diff, 1e-5f) << arch << " rope rows " << rope_rows;
+      auto again = GenerateWithoutCache(*m, Ptrs(kPrompts), seeds, opt);
+      for (size_t r = 0; r < samples.size(); ++r) {
+        EXPECT_EQ(again[r].tokens, samples[r].tokens) << arch << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(TransformerTest, HfConfigsAreValidated) {
+  ModelConfig c = HfTiny("qwen3");
+  c.n_kv_heads = 3;  // Does not divide n_heads.
+  EXPECT_FALSE(CreateTransformer(c, kVocab, 1).ok());
+  c = HfTiny("qwen3");
+  c.vocab_size = kVocab + 1;  // Differs from the vocabulary given.
+  EXPECT_FALSE(CreateTransformer(c, kVocab, 1).ok());
+  ModelConfig builtin;
+  builtin.qk_norm = true;  // The built-in layout has no q/k norms.
+  EXPECT_FALSE(CreateTransformer(builtin, kVocab, 1).ok());
+}
+
 TEST(TransformerTest, LogProbsMaskRaggedCompletions) {
   Transformer m = TinyModel(3);
   std::vector<std::vector<int>> prompts = {{1, 2, 3}, {1}};

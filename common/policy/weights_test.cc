@@ -97,6 +97,36 @@ TEST(WeightsTest, LayoutIsWhatTheModelRegisters) {
     }
     EXPECT_EQ(WeightsBlobBytes(c, 11), SerializeWeights(m, 1).size());
   }
+  // HF layouts: the HF tensor names, in registration order.
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    ModelConfig h = Small();
+    h.arch = arch;
+    h.n_kv_heads = 1;
+    h.head_dim = 6;
+    h.qkv_bias = true;
+    h.o_bias = h.mlp_bias = std::string(arch) == "llama";
+    h.qk_norm = std::string(arch) == "qwen3";
+    h.tie_embeddings = std::string(arch) != "llama";
+    auto m = CreateTransformer(h, 11, 1);
+    ASSERT_TRUE(m.ok()) << m.status();
+    const std::vector<ParameterShape> layout = ParameterLayout(h, 11);
+    const auto named = (*m)->named_parameters(/*recurse=*/true);
+    ASSERT_EQ(layout.size(), named.size()) << arch;
+    for (size_t i = 0; i < layout.size(); ++i) {
+      EXPECT_EQ(layout[i].name, named[i].key());
+      EXPECT_EQ(layout[i].dims, named[i].value().sizes().vec()) << layout[i].name;
+    }
+    EXPECT_EQ(layout.front().name, "model.embed_tokens.weight");
+    EXPECT_EQ(layout.back().name,
+              std::string(arch) == "llama" ? "lm_head.weight" : "model.norm.weight");
+    EXPECT_EQ(WeightsBlobBytes(h, 11), SerializeWeights(*m, 1).size());
+    // A blob round-trips through LoadWeights.
+    auto other = CreateTransformer(h, 11, 2);
+    ASSERT_TRUE(LoadWeights(SerializeWeights(*m, 3), *other, nullptr).ok());
+    for (size_t i = 0; i < named.size(); ++i) {
+      EXPECT_TRUE(torch::equal(named[i].value(), (*other)->named_parameters()[i].value()));
+    }
+  }
 }
 
 struct Corruption {
