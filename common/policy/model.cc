@@ -381,6 +381,21 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
   return ForwardWithPositions(tokens, positions, torch::Tensor(), nullptr);
 }
 
+torch::Tensor TransformerImpl::Hidden(const torch::Tensor& tokens) {
+  TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, L]");
+  torch::Tensor positions =
+      torch::arange(tokens.size(1), tokens.options().dtype(torch::kInt64)).expand_as(tokens);
+  return HiddenWithPositions(tokens, positions, torch::Tensor(), nullptr);
+}
+
+torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
+                                                    const torch::Tensor& positions,
+                                                    const torch::Tensor& key_bias, KvCache* cache) {
+  torch::Tensor h = HiddenWithPositions(tokens, positions, key_bias, cache);
+  return Project(h.view({-1, h.size(-1)}), OutputWeight())
+      .view({h.size(0), h.size(1), vocab_size_});
+}
+
 KvCache TransformerImpl::NewCache(int64_t batch, int64_t capacity) const {
   KvCache cache;
   const auto opts = embed_.options().requires_grad(false);
@@ -393,9 +408,9 @@ KvCache TransformerImpl::NewCache(int64_t batch, int64_t capacity) const {
   return cache;
 }
 
-torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
-                                                    const torch::Tensor& positions,
-                                                    const torch::Tensor& key_bias, KvCache* cache) {
+torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
+                                                   const torch::Tensor& positions,
+                                                   const torch::Tensor& key_bias, KvCache* cache) {
   TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
               "tokens must be [B, S] int64");
   TORCH_CHECK(positions.sizes() == tokens.sizes(), "positions must match tokens");
@@ -539,8 +554,7 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
     if (l.down_bias.defined()) x = x + l.down_bias;
   }
   if (cache != nullptr) cache->length = total;
-  const torch::Tensor& head = lm_head_.defined() ? lm_head_ : embed_;
-  return Project(norm(x, final_norm_), head).view({b, s, vocab_size_});
+  return norm(x, final_norm_).view({b, s, x.size(-1)});
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,

@@ -86,6 +86,18 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor ForwardWithPositions(const torch::Tensor& tokens, const torch::Tensor& positions,
                                      const torch::Tensor& key_bias, KvCache* cache);
 
+  // The final-normed hidden states [B, S, D] that ForwardWithPositions
+  // projects to logits (same arguments, same cache behaviour): callers that
+  // need only some positions' logits project those themselves with
+  // OutputWeight() (logprobs.cc does, in chunks).
+  torch::Tensor HiddenWithPositions(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                    const torch::Tensor& key_bias, KvCache* cache);
+  // forward() without the output projection: tokens [B, L] -> [B, L, D].
+  torch::Tensor Hidden(const torch::Tensor& tokens);
+  // The output projection [V, D]: logits = hidden x OutputWeight()^T (the
+  // embedding when tied, lm_head otherwise).
+  const torch::Tensor& OutputWeight() const { return lm_head_.defined() ? lm_head_ : embed_; }
+
   // An empty cache for `batch` rows and `capacity` positions, in the
   // parameters' dtype and device ([B, n_kv_heads, capacity, head_dim] per
   // layer); key_bias all zero (the caller marks pad keys and sets
