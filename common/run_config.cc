@@ -45,7 +45,7 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("model.vocab_size", &m.vocab_size, 0, 1 << 24, "Vocabulary; 0 = the tokenizer's.");
 
   TaskConfig& t = c->task;
-  s->Enum("task.kind", &t.kind, {"arithmetic", "jsonl"}, "Prompt source and verifier.");
+  s->Enum("task.kind", &t.kind, {"arithmetic", "jsonl", "chain"}, "Prompt source and verifier.");
   s->String("task.ops", &t.ops, "arithmetic: operator characters drawn from (+ - *).");
   s->Int("task.min_digits", &t.min_digits, 1, 9, "arithmetic: operand digits, min.");
   s->Int("task.max_digits", &t.max_digits, 1, 9, "arithmetic: operand digits, max.");

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/chain_task.h"
 #include "common/status_macros.h"
 
 namespace rlvr {
@@ -265,6 +266,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeJsonl(const TaskConfig& c) {
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config) {
   if (config.kind == "arithmetic") return MakeArithmetic(config);
   if (config.kind == "jsonl") return MakeJsonl(config);
+  if (config.kind == "chain") return MakeChainTask(config);
   return absl::InvalidArgumentError(absl::StrCat("task.kind: unknown '", config.kind, "'"));
 }
 

@@ -12,10 +12,12 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std
   mean /= static_cast<double>(rewards.size());
   double var = 0.0;
   for (size_t i = 0; i < rewards.size(); ++i) {
-    adv[i] = rewards[i] - mean;
+    const double centred = rewards[i] - mean;
+    // Zero test on the centred reward, before any normalisation.
+    adv[i] = std::fabs(centred) < kZeroVarianceTolerance ? 0.0 : centred;
     var += adv[i] * adv[i];
   }
-  if (std_normalize) {
+  if (std_normalize && var > 0.0) {
     const double scale = std::sqrt(var / static_cast<double>(rewards.size())) + kStdNormalizeEpsilon;
     for (double& a : adv) a /= scale;
   }
@@ -24,13 +26,14 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std
 
 bool IsZeroVariance(const std::vector<double>& rewards) {
   for (double a : GroupAdvantages(rewards, /*std_normalize=*/false)) {
-    if (std::fabs(a) >= kZeroVarianceTolerance) return false;
+    if (a != 0.0) return false;
   }
   return true;
 }
 
 bool UsesStdNormalizedAdvantages(const LossConfig& loss) {
-  return loss.std_normalize || loss.estimator == "grpo" || loss.estimator == "gspo";
+  return loss.std_normalize || loss.estimator == "grpo" || loss.estimator == "dapo" ||
+         loss.estimator == "gspo";
 }
 
 }  // namespace rlvr::learner

@@ -10,24 +10,32 @@
 
 namespace rlvr::learner {
 
-// A group whose centred advantages are all below this in absolute value carries
-// no learning signal ("zero-variance" group).
+// A centred reward |R_i - mean(R)| below this is rounding noise, not signal:
+// a group whose centred rewards are all below it is "zero-variance", and a
+// single rollout below it has advantage exactly 0. Tested on R - mean(R),
+// before any std normalisation (which would blow the noise up to ~1e-11).
 inline constexpr double kZeroVarianceTolerance = 1e-12;
 
 // Added to std(R) when advantages are std-normalised (ALGORITHMS.md).
 inline constexpr double kStdNormalizeEpsilon = 1e-6;
 
 // A_i = R_i - mean(R); if `std_normalize`, divided by std(R) + 1e-6 where std
-// is the population standard deviation (divide by G) [D]. Both keep
-// sum_i A_i = 0 up to rounding. Empty input gives an empty result.
+// is the population standard deviation (divide by G) [D]. An A_i with
+// |R_i - mean(R)| < kZeroVarianceTolerance is exactly 0 (so a zero-variance
+// group, e.g. eight rewards of 0.1, gets all-zero advantages whatever the
+// normalisation). Keeps sum_i A_i = 0 up to rounding. Empty input gives an
+// empty result.
 std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std_normalize);
 
-// True when every |R_i - mean(R)| < kZeroVarianceTolerance (all rewards equal).
+// True when every |R_i - mean(R)| < kZeroVarianceTolerance (all rewards equal
+// up to rounding).
 bool IsZeroVariance(const std::vector<double>& rewards);
 
-// Whether the configured estimator uses std-normalised advantages: grpo and
-// gspo always do (that is how those papers define them); dfpo, dr_grpo and
-// dapo follow loss.std_normalize [D] (default false).
+// Whether the configured estimator uses std-normalised advantages: grpo, dapo
+// and gspo always do (that is how their papers define them: DAPO keeps GRPO's
+// group-normalised advantage and changes aggregation and clipping); dfpo and
+// dr_grpo follow loss.std_normalize [D] (default false; Dr. GRPO is the method
+// that drops the std).
 bool UsesStdNormalizedAdvantages(const LossConfig& loss);
 
 }  // namespace rlvr::learner

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/splitmix.h"
 #include "learner/core/advantage.h"
+#include "learner/core/packing.h"
 
 namespace rlvr::learner {
 namespace {
@@ -36,6 +37,63 @@ constexpr uint64_t kEpochStream = 0x65706f63;       // "epoc"
 
 uint64_t StreamSeed(uint64_t seed, uint64_t stream, uint64_t index) {
   return SplitMix64(SplitMix64(seed ^ SplitMix64(stream)) + index);
+}
+
+// Indices (into `subset`, or 0..n-1 when null) of positive and negative values.
+void SplitBySign(const std::vector<double>& adv, const std::vector<int>* subset,
+                 std::vector<int>* pos, std::vector<int>* neg) {
+  for (size_t j = 0; j < adv.size(); ++j) {
+    const int id = subset ? (*subset)[j] : static_cast<int>(j);
+    if (adv[j] > 0) pos->push_back(id);
+    if (adv[j] < 0) neg->push_back(id);
+  }
+}
+
+// n random elements of each of *pos and *neg (seeded shuffle), ascending.
+std::vector<int> KeepBalanced(std::vector<int>* pos, std::vector<int>* neg, size_t n, Rng* rng) {
+  if (n == 0) return {};
+  rng->Shuffle(pos);
+  rng->Shuffle(neg);
+  std::vector<int> kept(pos->begin(), pos->begin() + static_cast<std::ptrdiff_t>(n));
+  kept.insert(kept.end(), neg->begin(), neg->begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+// Reward-balanced downsampling with recomputed advantages [D]: the fixed point
+// of "keep k = min(n+, n-) random rollouts of each sign, then recompute the
+// advantages on the kept subset". Signs are taken w.r.t. the current subset's
+// mean, so a kept rollout whose sign flips on recomputation (continuous
+// rewards: (0.21, 1, 0.19, 0.19, 0, 0, 0, 0) keeps (0.21, 1, 0, 0), where 0.21
+// is below the new mean 0.3025) triggers another round on the subset.
+// Terminates: a round that does not stop removes at least one rollout (either
+// n+ != n- or some rollout has A = 0, so 2 min(n+, n-) < |S|), and |S| >= 0.
+// Never ends at a non-empty zero-variance subset: a kept subset has at least
+// one rollout above and one below the previous mean, hence unequal rewards.
+// Returns the kept rollout indices (ascending; empty when the group has no
+// rollout of one sign) and their recomputed advantages, which satisfy
+// n+ = n- >= 1 and contain no zero.
+std::vector<int> BalancedSubset(const std::vector<double>& rewards, bool std_norm, uint64_t seed,
+                                size_t group, std::vector<double>* advantages) {
+  Rng rng(StreamSeed(seed, kDownsampleStream, group));
+  std::vector<int> subset(rewards.size());
+  std::iota(subset.begin(), subset.end(), 0);
+  while (true) {
+    std::vector<double> sub_rewards;
+    for (int i : subset) sub_rewards.push_back(rewards[i]);
+    std::vector<double> adv = GroupAdvantages(sub_rewards, std_norm);
+    std::vector<int> pos, neg;
+    SplitBySign(adv, &subset, &pos, &neg);
+    if (pos.size() == neg.size() && pos.size() * 2 == subset.size()) {
+      *advantages = std::move(adv);
+      return subset;
+    }
+    subset = KeepBalanced(&pos, &neg, std::min(pos.size(), neg.size()), &rng);
+    if (subset.empty()) {
+      advantages->clear();
+      return subset;
+    }
+  }
 }
 
 // A group after advantage computation and balancing.
@@ -179,31 +237,24 @@ absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
     Kept k;
     k.group = static_cast<int>(g);
     if (downsample) {
-      std::vector<int> pos, neg;
-      for (size_t i = 0; i < adv.size(); ++i) {
-        if (adv[i] > 0) pos.push_back(static_cast<int>(i));
-        if (adv[i] < 0) neg.push_back(static_cast<int>(i));
+      if (batching.recompute_advantage) {
+        k.rollouts = BalancedSubset(rewards, std_norm, seed, g, &k.advantages);
+      } else {
+        // Signs w.r.t. the full group: k = min(n+, n-) of each, balanced by
+        // construction; the rows keep the full-group advantages.
+        std::vector<int> pos, neg;
+        SplitBySign(adv, nullptr, &pos, &neg);
+        const size_t n = std::min(pos.size(), neg.size());
+        Rng rng(StreamSeed(seed, kDownsampleStream, g));
+        k.rollouts = KeepBalanced(&pos, &neg, n, &rng);
+        for (int i : k.rollouts) k.advantages.push_back(adv[i]);
       }
-      const size_t n = std::min(pos.size(), neg.size());
-      if (n == 0) {
+      if (k.rollouts.empty()) {
         ++st.groups_dropped_balance;
         st.rollouts_dropped_balance += static_cast<int64_t>(adv.size());
         continue;
       }
-      Rng rng(StreamSeed(seed, kDownsampleStream, g));
-      rng.Shuffle(&pos);
-      rng.Shuffle(&neg);
-      k.rollouts.assign(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(n));
-      k.rollouts.insert(k.rollouts.end(), neg.begin(), neg.begin() + static_cast<std::ptrdiff_t>(n));
-      std::sort(k.rollouts.begin(), k.rollouts.end());
       st.rollouts_dropped_balance += static_cast<int64_t>(adv.size() - k.rollouts.size());
-      if (batching.recompute_advantage) {
-        std::vector<double> sub;
-        for (int i : k.rollouts) sub.push_back(rewards[i]);
-        k.advantages = GroupAdvantages(sub, std_norm);
-      } else {
-        for (int i : k.rollouts) k.advantages.push_back(adv[i]);
-      }
     } else {
       k.rollouts.resize(adv.size());
       std::iota(k.rollouts.begin(), k.rollouts.end(), 0);
@@ -270,28 +321,15 @@ absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
       const std::vector<size_t> sizes = ChunkSizes(order.size(), parts);
       std::vector<std::vector<size_t>> batches(parts);
       if (batching.reward_balance == "pack") {
-        // Greedy: most imbalanced groups first, each onto the mini-batch (with
-        // room left) whose running U+ - U- it brings closest to zero.
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-          return std::fabs(kept[a].pos_unit - kept[a].neg_unit) >
-                 std::fabs(kept[b].pos_unit - kept[b].neg_unit);
-        });
-        std::vector<double> diff(parts, 0.0);
-        for (size_t k : order) {
-          const double d = kept[k].pos_unit - kept[k].neg_unit;
-          size_t best = parts;
-          for (size_t b = 0; b < parts; ++b) {
-            if (batches[b].size() >= sizes[b]) continue;
-            if (best == parts) {
-              best = b;
-              continue;
-            }
-            const double cand = std::fabs(diff[b] + d);
-            const double cur = std::fabs(diff[best] + d);
-            if (cand < cur || (cand == cur && batches[b].size() < batches[best].size())) best = b;
-          }
-          batches[best].push_back(k);
-          diff[best] += d;
+        // Whole groups onto mini-batches of the same sizes, minimising the
+        // worst |U+ - U-| (packing.h: exact search up to kExactPackLimit
+        // groups, else balanced largest differencing). Ties follow the
+        // shuffled order, so the packing depends on the seed.
+        std::vector<double> diff;
+        for (size_t k : order) diff.push_back(kept[k].pos_unit - kept[k].neg_unit);
+        const std::vector<int> where = PackMiniBatches(diff, parts);
+        for (size_t i = 0; i < order.size(); ++i) {
+          batches[static_cast<size_t>(where[i])].push_back(order[i]);
         }
       } else {
         size_t at = 0;

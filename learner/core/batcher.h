@@ -9,9 +9,11 @@
 //   3. reward balancing (batching.reward_balance): `downsample` keeps
 //      k = min(n+, n-) rollouts of each advantage sign per group (seeded), and
 //      recomputes the advantages on the kept subset when
-//      batching.recompute_advantage; `pack` keeps everything and assigns whole
-//      groups to mini-batches so that the positive and negative mass (in
-//      batching.balance_unit) match; `none` keeps everything;
+//      batching.recompute_advantage (iterated until the kept subset's own
+//      signs balance: n+ = n- for any reward distribution); `pack` keeps
+//      everything and assigns whole groups to mini-batches minimising the
+//      worst |U+ - U-| (in batching.balance_unit; packing.h); `none` keeps
+//      everything;
 //   4. per epoch, a seeded shuffle of the groups split into
 //      batching.mini_batches optimizer steps of whole groups (query-preserved);
 //      with batching.query_preserved = false the *rollouts* are shuffled across

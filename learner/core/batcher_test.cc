@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
+
+#include "learner/core/advantage.h"
 
 namespace rlvr::learner {
 namespace {
@@ -370,6 +374,180 @@ TEST(BatcherTest, EmptyWhenNothingSurvives) {
   EXPECT_TRUE(plan->steps.empty());
   EXPECT_EQ(plan->stats.groups_dropped_zero_variance, 3);
   EXPECT_EQ(plan->stats.accuracy, 1.0);
+}
+
+// ---- Oracle 8 for any reward distribution -------------------------------------------
+
+// Checks one downsampled group: kept rollouts ascending and distinct, the
+// advantages are those recomputed on the kept subset, none is zero, and
+// n+ = n- >= 1.
+void ExpectBalancedGroup(const Group& group, const SelectedGroup& sg, bool std_norm) {
+  std::vector<double> sub;
+  for (size_t j = 0; j < sg.rollouts.size(); ++j) {
+    if (j > 0) {
+      EXPECT_LT(sg.rollouts[j - 1], sg.rollouts[j]);
+    }
+    sub.push_back(group.rollouts[sg.rollouts[j]].reward);
+  }
+  EXPECT_EQ(sg.advantages, GroupAdvantages(sub, std_norm));
+  int pos = 0, neg = 0;
+  double sum = 0.0, scale = 0.0;
+  for (double a : sg.advantages) {
+    EXPECT_NE(a, 0.0);
+    pos += a > 0;
+    neg += a < 0;
+    sum += a;
+    scale += std::fabs(a);
+  }
+  EXPECT_GE(pos, 1);
+  EXPECT_EQ(pos, neg);
+  EXPECT_LE(std::fabs(sum), 1e-12 * scale);
+}
+
+// Thousands of groups, G = 2..16, four reward distributions: binary,
+// continuous uniform, ties on a coarse grid (many equal values, rounding in
+// the mean), and a continuous mixture with a point mass at 0 (the issue's
+// (0.21, 1, 0.19, 0.19, 0, 0, 0, 0) kind). With downsample + recompute, every
+// group that survives has n+ = n- on its recomputed advantages, so every
+// step and the update do too; a group is dropped only if zero-variance.
+TEST(BatcherTest, DownsampleGivesEqualSignsForAnyRewardDistribution) {
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  int64_t groups_checked = 0, groups_total = 0;
+  for (int distribution = 0; distribution < 4; ++distribution) {
+    for (bool std_norm : {false, true}) {
+      for (int batch = 0; batch < 40; ++batch) {
+        const int n = 16;
+        std::vector<Group> groups(n);
+        for (int i = 0; i < n; ++i) {
+          const int g = 2 + static_cast<int>(rng() % 15);  // 2..16
+          groups[i].prompt = {1, 5};
+          const double p = u(rng);
+          for (int j = 0; j < g; ++j) {
+            Rollout r;
+            r.tokens.assign(1 + rng() % 8, 3);
+            r.behaviour_logprobs.assign(r.tokens.size(), -1.0f);
+            switch (distribution) {
+              case 0: r.reward = u(rng) < p ? 1.0 : 0.0; break;
+              case 1: r.reward = u(rng); break;
+              case 2: r.reward = 0.1 * static_cast<double>(rng() % 4); break;  // {0, .1, .2, .3}
+              default: r.reward = u(rng) < 0.5 ? 0.0 : u(rng) * u(rng); break;
+            }
+            groups[i].rollouts.push_back(r);
+          }
+        }
+        groups[0].rollouts.clear();  // The issue's case, always included.
+        for (double r : {0.21, 1.0, 0.19, 0.19, 0.0, 0.0, 0.0, 0.0}) {
+          groups[0].rollouts.push_back(Rollout{{3, 4}, {-1.0f, -1.0f}, r});
+        }
+        BatchingConfig b;
+        b.mini_batches = 3;
+        LossConfig loss;
+        loss.std_normalize = std_norm;
+        auto plan = PlanUpdate(groups, b, loss, 8, static_cast<uint64_t>(batch));
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        const BatchStats& st = plan->stats;
+        groups_total += n;
+        EXPECT_EQ(st.positive_rollouts, st.negative_rollouts);
+        EXPECT_EQ(st.groups_dropped_balance, 0);  // Only zero-variance groups vanish.
+        EXPECT_EQ(st.groups_used + st.groups_dropped_zero_variance, n);
+        EXPECT_EQ(st.max_step_imbalance, 0.0);
+        std::set<int> seen;
+        for (const OptimizerStep& step : plan->steps) {
+          int64_t pos = 0, neg = 0;
+          for (const SelectedGroup& sg : step.groups) {
+            ExpectBalancedGroup(groups[sg.group], sg, std_norm);
+            for (double a : sg.advantages) (a > 0 ? pos : neg)++;
+            EXPECT_TRUE(seen.insert(sg.group).second);
+            ++groups_checked;
+          }
+          EXPECT_EQ(pos, neg);
+        }
+        EXPECT_TRUE(seen.count(0));
+      }
+    }
+  }
+  EXPECT_GT(groups_checked, 4000);
+  std::printf("oracle 8: %lld of %lld groups kept and balanced\n",
+              static_cast<long long>(groups_checked), static_cast<long long>(groups_total));
+}
+
+TEST(BatcherTest, DownsampleIssueExampleRecomputesToBalance) {
+  std::vector<Group> groups(1);
+  groups[0].prompt = {1, 5};
+  for (double r : {0.21, 1.0, 0.19, 0.19, 0.0, 0.0, 0.0, 0.0}) {
+    groups[0].rollouts.push_back(Rollout{{3}, {-1.0f}, r});
+  }
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    auto plan = PlanUpdate(groups, BatchingConfig{}, LossConfig{}, 8, seed);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->steps.size(), 1u);
+    ExpectBalancedGroup(groups[0], plan->steps[0].groups[0], false);
+  }
+}
+
+// The issue's packing example through the planner: per-group n+ - n- of
+// (+4, -2, -2, 0, 0, 0) into 3 mini-batches; the greedy packing gave a worst
+// mini-batch of 4, the optimum is 2.
+TEST(BatcherTest, PackIssueExample) {
+  std::vector<Group> groups = RandomGroups(6, 8, 21);
+  const int positives[6] = {6, 3, 3, 4, 4, 4};
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 8; ++j) groups[i].rollouts[j].reward = j < positives[i] ? 1.0 : 0.0;
+  }
+  BatchingConfig b;
+  b.reward_balance = "pack";
+  b.mini_batches = 3;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    auto plan = PlanUpdate(groups, b, LossConfig{}, 8, seed);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->steps.size(), 3u);
+    int worst = 0;
+    for (const OptimizerStep& step : plan->steps) {
+      EXPECT_EQ(step.groups.size(), 2u);
+      int d = 0;
+      for (const SelectedGroup& sg : step.groups) {
+        for (double a : sg.advantages) d += a > 0 ? 1 : -1;
+      }
+      worst = std::max(worst, std::abs(d));
+    }
+    EXPECT_EQ(worst, 2) << seed;
+    auto again = PlanUpdate(groups, b, LossConfig{}, 8, seed);
+    ASSERT_TRUE(again.ok());
+    for (size_t s = 0; s < 3; ++s) {
+      ASSERT_EQ(again->steps[s].groups.size(), plan->steps[s].groups.size());
+      for (size_t k = 0; k < plan->steps[s].groups.size(); ++k) {
+        EXPECT_EQ(again->steps[s].groups[k].group, plan->steps[s].groups[k].group);
+      }
+    }
+  }
+}
+
+// Oracle 7 in the planner: with dynamic sampling off, a group of eight
+// rewards of 0.1 stays with exactly zero advantages (no sign, no weight) even
+// for the std-normalising estimators.
+TEST(BatcherTest, UnrepresentableEqualRewardsAreZeroVariance) {
+  std::vector<Group> groups = RandomGroups(2, 8, 22, 0.5);
+  for (auto& r : groups[1].rollouts) r.reward = 0.1;
+  for (const char* est : {"grpo", "gspo", "dfpo", "dr_grpo"}) {
+    BatchingConfig b;
+    b.reward_balance = "none";
+    b.dynamic_sampling = false;
+    LossConfig loss;
+    loss.estimator = est;
+    auto plan = PlanUpdate(groups, b, loss, 8, 1);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->stats.groups_zero_variance, 1) << est;
+    int64_t signed_rows = 0;
+    for (const SelectedGroup& sg : plan->steps[0].groups) {
+      if (sg.group != 1) continue;
+      for (double a : sg.advantages) EXPECT_EQ(a, 0.0) << est;
+    }
+    for (const SelectedGroup& sg : plan->steps[0].groups) {
+      for (double a : sg.advantages) signed_rows += a != 0.0;
+    }
+    EXPECT_EQ(plan->stats.positive_rollouts + plan->stats.negative_rollouts, signed_rows);
+  }
 }
 
 }  // namespace

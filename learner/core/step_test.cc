@@ -182,6 +182,61 @@ TEST(StepDiagnosticsTest, CancellationResidualOnRealModel) {
   }
 }
 
+// Oracle 7 through the model: a group of eight rewards of 0.1 (not exactly
+// representable; R - mean(R) = 1.4e-17) kept with dynamic sampling off gives
+// an exactly zero gradient and loss for every std-normalising estimator, and
+// adds nothing to the cancellation sums (the old zero test on the normalised
+// advantages let ~1e-11 advantages of one sign through: residual 1.0).
+TEST(StepDiagnosticsTest, UnrepresentableEqualRewardsGiveExactlyZeroGradient) {
+  torch::set_num_threads(1);
+  policy::Transformer model = TinyModel(7);
+  std::vector<Group> groups = MakeGroups(3, 8, 10);
+  for (auto& g : groups) {
+    for (auto& r : g.rollouts) {
+      r.tokens.insert(r.tokens.begin(), {7, 8});
+      r.behaviour_logprobs.insert(r.behaviour_logprobs.begin(), {-2.5f, -2.5f});
+    }
+  }
+  for (auto& r : groups[2].rollouts) r.reward = 0.1;
+  BatchingConfig batching;
+  batching.reward_balance = "none";
+  batching.dynamic_sampling = false;
+  for (const char* est : {"grpo", "gspo", "dfpo", "dr_grpo"}) {
+    LossConfig loss;
+    loss.estimator = est;
+    loss.std_normalize = true;
+    loss.old_logprobs = "behaviour";
+    auto plan = PlanUpdate(groups, batching, loss, 12, 3);
+    ASSERT_TRUE(plan.ok());
+    const OptimizerStep& step = plan->steps[0];
+    std::vector<SelectedGroup> only_zero, others;
+    for (const SelectedGroup& sg : step.groups) (sg.group == 2 ? only_zero : others).push_back(sg);
+    ASSERT_EQ(only_zero.size(), 1u);
+    ZeroGrads(model);
+    auto d = AccumulateStepGradients(model, groups, only_zero, step.normalizer, loss, batching,
+                                     nullptr, nullptr);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(MaxAbs(Grads(model)), 0.0) << est;
+    EXPECT_EQ(d->loss, 0.0) << est;
+    EXPECT_GE(d->shared_cells, 2);
+    EXPECT_EQ(d->cancellation_net, 0.0) << est;
+    EXPECT_EQ(d->cancellation_abs, 0.0) << est;
+    EXPECT_EQ(d->positive_rollouts + d->negative_rollouts, 0) << est;
+    d->Finalize();
+    EXPECT_EQ(d->cancellation_residual, 0.0) << est;
+    // With the other groups: the same sums as without the zero-variance group.
+    ZeroGrads(model);
+    auto all = AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss, batching,
+                                       nullptr, nullptr);
+    ZeroGrads(model);
+    auto rest = AccumulateStepGradients(model, groups, others, step.normalizer, loss, batching,
+                                        nullptr, nullptr);
+    ASSERT_TRUE(all.ok() && rest.ok());
+    EXPECT_NEAR(all->cancellation_net, rest->cancellation_net, 1e-15) << est;
+    EXPECT_NEAR(all->cancellation_abs, rest->cancellation_abs, 1e-15) << est;
+  }
+}
+
 TEST(StepDiagnosticsTest, OnPolicyRecomputeMatchesPrecomputedOld) {
   torch::set_num_threads(1);
   policy::Transformer model = TinyModel(6);
