@@ -45,7 +45,38 @@ for dir in base overlays/cpu-small overlays/gpu overlays/tls monitoring examples
   args+=("$dir=$out/$name.yaml")
   [[ -n "${image[$dir]}" ]] && args+=(--expect-image "$dir=${image[$dir]}")
 done
+# `kustomize edit set image rlvr=IMAGE` inside an overlay (docs/deploy.md)
+# rewrites that overlay's `images: - name: rlvr` entry: do the same on a copy
+# and check that every container of the overlay then renders IMAGE.
+edit="$out/edit"
+cp -r "$k8s" "$edit"
+for dir in overlays/cpu-small overlays/gpu; do
+  want="example.org/team/rlvr:edited-${dir##*/}"
+  python3 - "$edit/$dir/kustomization.yaml" "$want" <<'PY'
+import re, sys
+path, image = sys.argv[1], sys.argv[2]
+name, tag = image.rsplit(":", 1)
+text = open(path).read()
+m = re.search(r"(?m)^images:\n(?:(?:[ ]+.*|#.*)?\n)*?[ ]+- name: rlvr\n((?:[ ]{4,}\S.*\n)*)", text)
+body = f"    newName: {name}\n    newTag: {tag}\n"
+if m:  # update the entry, as kustomize does
+    text = text[:m.start(1)] + body + text[m.end(1):]
+elif re.search(r"(?m)^images:\n", text):  # add an entry
+    text = re.sub(r"(?m)^images:\n", "images:\n  - name: rlvr\n" + body, text, count=1)
+else:  # add the field
+    text += "images:\n  - name: rlvr\n" + body
+open(path, "w").write(text)
+PY
+  kubectl kustomize "$edit/$dir" >"$out/edit.yaml"
+  bad="$(grep -E '^ +image: ' "$out/edit.yaml" | grep -vF "image: $want" || true)"
+  if [[ -n "$bad" ]]; then
+    echo "FAIL: after \`kustomize edit set image rlvr=$want\` in deploy/k8s/$dir, containers still render:" >&2
+    echo "$bad" >&2
+    exit 1
+  fi
+  echo "kustomize edit set image rlvr=... in deploy/k8s/$dir retargets all $(grep -cE '^ +image: ' "$out/edit.yaml") containers"
+done
 # Secrets the operator creates by hand (docs/deploy.md, step 3): TLS material
 # and the bearer token never live in the repository.
-exec node "$here/validate-k8s.mjs" --require-gpu overlays/gpu --require-gpu examples/jobset \
+node "$here/validate-k8s.mjs" --require-gpu overlays/gpu --require-gpu examples/jobset \
   --require-gpu examples/pytorchjob --external-secret rlvr-tls --external-secret rlvr-auth-token "${args[@]}"
