@@ -64,7 +64,9 @@ pretrain: {steps: 20, batch_size: 16}
 sampling: {max_new_tokens: 4}
 actor: {group_size: 4, max_batch_prompts: 8, threads: 1}
 # Asynchronous: groups up to one version old are trained, older ones dropped.
-learner: {max_policy_lag: 1, buffer_groups: 16, groups_per_update: 4, checkpoint_every: 0,
+# Leases are credits of buffer_groups shared by all actors: 32 leave the fast
+# actor room while the slowed ones (staleness phase) hold theirs.
+learner: {max_policy_lag: 1, buffer_groups: 32, groups_per_update: 4, checkpoint_every: 0,
           threads: 1, lease_timeout_s: 120}
 # Keep every group so that updates happen even while all rewards are equal.
 batching: {dynamic_sampling: false, reward_balance: none}
