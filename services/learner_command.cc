@@ -1,7 +1,11 @@
 // `rlvr learner`: flags + config (+ torch env:// variables) -> LearnerOptions
 // -> RunLearner. SIGTERM/SIGINT start the graceful stop (NOT_SERVING, finish
-// the running update, checkpoint, stop the other ranks, exit 0).
+// the running update, checkpoint, stop the other ranks, exit 0). Ranks > 0
+// hold no state of their own (rank 0 checkpoints and sends them its state when
+// they rejoin) and may be blocked in a collective, so a signal ends them at
+// once, with status 0.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,8 +27,15 @@ namespace rlvr::services {
 namespace {
 
 volatile sig_atomic_t g_stop_signals = 0;
+volatile sig_atomic_t g_worker_rank = 0;  // 1 for ranks > 0.
 
 void OnStopSignal(int) {
+  if (g_worker_rank != 0) {
+    static const char kMessage[] = "rlvr learner: rank > 0 stops on signal\n";
+    const ssize_t written = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+    (void)written;
+    _exit(0);
+  }
   // A second signal while stopping exits at once.
   if (g_stop_signals > 0) _exit(1);
   g_stop_signals = 1;
@@ -149,6 +160,7 @@ int LearnerCommand(int argc, char** argv) {
   options.tls_client_ca = tls_client_ca;
   options.auth_token = *token;
   options.stop_requested = [] { return g_stop_signals > 0; };
+  g_worker_rank = rank > 0 ? 1 : 0;
 
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;

@@ -5,12 +5,16 @@ builds through scripts/bootstrap (the same dependency list as developers) and
 the `rlvr` CMake target whose binary is services/rlvr; runs as the non-root
 UID the Kubernetes manifests use (runAsUser); exposes the container ports the
 manifests declare; copies only paths that exist; and that the CUDA variant
-configures with -DRLVR_WITH_CUDA=ON. Stdlib only.
+configures with -DRLVR_WITH_CUDA=ON and downloads the LibTorch release whose
+version is that of Debian's libtorch-dev, which scripts/bootstrap installs and
+the code is built and tested against (an API or ABI difference would show up
+only in the image). Stdlib only.
 Usage: check-dockerfiles.py [DOCKERFILE...]
 """
 import glob
 import os
 import re
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,6 +28,24 @@ def manifest_facts():
         uids.update(re.findall(r"runAsUser:\s*(\d+)", text))
         ports.update(re.findall(r"containerPort:\s*(\d+)", text))
     return uids, ports
+
+
+def debian_libtorch_version():
+    """Upstream version of Debian's libtorch-dev (installed, else apt's candidate)."""
+    version = ""
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libtorch-dev"],
+                           capture_output=True, text=True, timeout=30)
+        version = r.stdout.strip() if r.returncode == 0 else ""
+        if not version:
+            r = subprocess.run(["apt-cache", "policy", "libtorch-dev"], capture_output=True,
+                               text=True, timeout=30)
+            m = re.search(r"Candidate:\s*(\S+)", r.stdout)
+            version = m.group(1) if m and m.group(1) != "(none)" else ""
+    except OSError:
+        return ""
+    m = re.match(r"(?:\d+:)?(\d+(?:\.\d+)+)", version)
+    return m.group(1) if m else ""
 
 
 def check(path, uids, ports):
@@ -73,6 +95,15 @@ def check(path, uids, ports):
             problems.append("the CUDA image must configure with -DRLVR_WITH_CUDA=ON")
         if "nccl" not in joined.lower():
             problems.append("the CUDA image does not install NCCL")
+        m = re.search(r"libtorch-[a-z0-9-]*?-(\d+\.\d+\.\d+)(?:%2B|\+)", joined)
+        want = debian_libtorch_version()
+        if not m:
+            problems.append("no LibTorch download URL (libtorch-...-X.Y.Z+cuNNN.zip) found")
+        elif not want:
+            problems.append("cannot tell the version of Debian's libtorch-dev (dpkg-query / apt-cache)")
+        elif m.group(1) != want:
+            problems.append(f"downloads LibTorch {m.group(1)}, but the code is built and tested against "
+                            f"Debian's libtorch-dev {want} (scripts/bootstrap): use the {want} CUDA build")
     else:
         if "-DRLVR_WITH_CUDA=OFF" not in joined:
             problems.append("the CPU image must configure with -DRLVR_WITH_CUDA=OFF")

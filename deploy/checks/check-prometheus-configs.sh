@@ -6,9 +6,21 @@
 # (relabelling, rule files) is checked by the real promtool.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-prom="$here/../prometheus"
+prom="$(cd "$here/../prometheus" && pwd)"
 command -v promtool >/dev/null || { echo "FAIL: promtool not found (package prometheus)" >&2; exit 1; }
 promtool check config "$prom/prometheus.yml"
+# Every repository path the configs and rules name must exist.
+root="$(cd "$here/../.." && pwd)"
+missing=0
+for f in "$prom"/*.yml "$prom"/rules/*.yml "$prom"/tests/*.yml; do
+  for p in $(grep -oE '\b(deploy|docs|scripts|configs)/[A-Za-z0-9_./-]*[A-Za-z0-9_]' "$f" | sort -u); do
+    if [[ ! -e "$root/$p" ]]; then
+      echo "FAIL: ${f#"$root"/} names $p, which does not exist" >&2
+      missing=1
+    fi
+  done
+done
+[[ $missing -eq 0 ]] || exit 1
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$prom/rules" "$tmp/rules"

@@ -1,21 +1,37 @@
 #!/usr/bin/env python3
 """Live deployment checks against a real `rlvr learner` and `rlvr actor`.
 
-1. Starts a learner and one actor on 127.0.0.1 (free ports) with a tiny config.
+The learner runs exactly as the cpu-small overlay's Job runs it: the rendered
+`pretrain` init container command and the learner container's command (the
+shell that turns a stop on SIGTERM into exit 143) with its args, only paths
+and ports mapped to a temporary directory and 127.0.0.1.
+1. Pretrain, then the learner and a fast actor with a tiny async config
+   (learner.max_policy_lag 1).
 2. Scrapes both /metrics endpoints: `promtool check metrics` on each scrape,
    and every metric the dashboard and alert rules use must be exported with
    the contract's type (check-metric-names.mjs --scrape).
 3. Starts Debian's `prometheus` with deploy/prometheus/prometheus.yml (scrape
    and evaluation interval shortened to 1 s, file_sd targets pointed at the
-   live processes), waits for samples, then evaluates every dashboard query
-   and every rule expression through /api/v1/query: any error fails, and so
-   does a query with no data unless all its metrics are ones that legitimately
-   have no series yet (labelled counters nothing has incremented). Prometheus'
-   own rule evaluation must report every rule healthy.
+   live processes with namespace "rlvr-live") and the alert rules with their
+   10-minute windows and `for:` shortened (30 s, 5 s); waits for samples, then
+   evaluates every dashboard query ($namespace = rlvr-live) and every rule
+   expression through /api/v1/query: any error fails, and so does a query
+   with no data unless all its metrics are ones that legitimately have no
+   series yet (labelled counters nothing has incremented). Prometheus' own
+   rule evaluation must report every rule healthy.
+4. Staleness: more actors, slowed by SIGSTOP/SIGCONT (running 0.5 s of every
+   2.5 s), return groups several policy versions old; the learner drops or
+   rejects them as stale and RlvrStalenessAboveLag must fire in the real
+   Prometheus (the old p90-staleness condition is evaluated and logged).
+5. Completion: SIGTERM to the learner's shell gives exit 143 and a
+   checkpoint (a Job replaces the pod; it does not complete); the same command
+   started again on the same run directory with --total_updates a few steps on
+   resumes and exits 0 with the final checkpoint written, which the rendered
+   Job (restartPolicy, podFailurePolicy, completions) counts as Complete.
 
 Skips (exit 77) with a message when the rlvr binary or its learner/actor
 commands are not built yet. Bounded: gives up after RLVR_LIVE_DEADLINE_S
-(default 90) seconds. Stdlib only.
+(default 200) seconds. Stdlib, kubectl and node only.
 """
 import json
 import os
@@ -26,6 +42,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -33,7 +50,7 @@ import urllib.request
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEPLOY = os.path.dirname(HERE)
-DEADLINE = time.monotonic() + float(os.environ.get("RLVR_LIVE_DEADLINE_S", "90"))
+DEADLINE = time.monotonic() + float(os.environ.get("RLVR_LIVE_DEADLINE_S", "200"))
 
 # Metric families that may have no series in a short healthy run: counters
 # with a label that gets its first child on the first increment.
@@ -46,7 +63,11 @@ task: {train_size: 400, heldout_size: 40}
 pretrain: {steps: 20, batch_size: 16}
 sampling: {max_new_tokens: 4}
 actor: {group_size: 4, max_batch_prompts: 8, threads: 1}
-learner: {buffer_groups: 16, groups_per_update: 4, checkpoint_every: 0, threads: 1}
+# Asynchronous: groups up to one version old are trained, older ones dropped.
+# Leases are credits of buffer_groups shared by all actors: 32 leave the fast
+# actor room while the slowed ones (staleness phase) hold theirs.
+learner: {max_policy_lag: 1, buffer_groups: 32, groups_per_update: 4, checkpoint_every: 0,
+          threads: 1, lease_timeout_s: 120}
 # Keep every group so that updates happen even while all rewards are equal.
 batching: {dynamic_sampling: false, reward_balance: none}
 eval: {every: 2, prompts: 20, pass_k: 2}
@@ -90,11 +111,11 @@ def command_available(binary, name):
 
 
 class Proc:
-    def __init__(self, name, argv, workdir):
+    def __init__(self, name, argv, workdir, env=None):
         self.name = name
         self.log_path = os.path.join(workdir, f"{name}.log")
         self.log = open(self.log_path, "w")
-        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
         self.p = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                   start_new_session=True)
         log(f"started {name} (pid {self.p.pid}): {' '.join(argv)}")
@@ -106,6 +127,13 @@ class Proc:
         self.log.flush()
         with open(self.log_path, errors="replace") as f:
             return "".join(f.readlines()[-n:])
+
+    def wait(self, timeout):
+        """Exit status, or None if still running after `timeout` seconds."""
+        try:
+            return self.p.wait(timeout=max(0.1, timeout))
+        except subprocess.TimeoutExpired:
+            return None
 
     def stop(self):
         if self.alive():
@@ -215,19 +243,152 @@ def rule_exprs(path):
     return out
 
 
+NAMESPACE = "rlvr-live"
+# Staleness phase: actors stopped (SIGSTOP) most of the time next to the
+# fast one send a large enough share of groups, all versions late.
+SLOW_ACTORS = 2
+SLOW_RUN_S = 0.5
+SLOW_STOP_S = 2.0
+
+
+def render_overlay(overlay):
+    """The objects `kubectl kustomize` renders for deploy/k8s/<overlay>, as dicts."""
+    r = subprocess.run(["kubectl", "kustomize", os.path.join(DEPLOY, "k8s", overlay)],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"kubectl kustomize deploy/k8s/{overlay}:\n{r.stderr}")
+    # YAML -> JSON with the yaml package deploy/checks already installs.
+    js = ("const YAML=require('yaml');let t='';process.stdin.on('data',d=>t+=d);"
+          "process.stdin.on('end',()=>console.log(JSON.stringify("
+          "YAML.parseAllDocuments(t,{version:'1.1'}).map(d=>d.toJS()).filter(Boolean))));")
+    r2 = subprocess.run(["node", "-e", js], input=r.stdout, capture_output=True, text=True,
+                        timeout=60, cwd=HERE)
+    if r2.returncode != 0:
+        fail(f"cannot parse the rendered deploy/k8s/{overlay}:\n{r2.stderr}")
+    return json.loads(r2.stdout)
+
+
+def job_outcome(job, exit_code, disrupted=False):
+    """What the Job controller does when the pod of `job` (rendered batch/v1
+    Job, one container and completions 1) ends with `exit_code`: "complete",
+    "replace" (a new pod, counted against backoffLimit or not), or "fail".
+    Follows the documented rules: restartPolicy, podFailurePolicy rules in
+    order (first match wins), backoffLimit."""
+    spec = job["spec"]
+    pod = spec["template"]["spec"]
+    container = pod["containers"][0]["name"]
+    if exit_code == 0:
+        # All containers exited 0: the pod Succeeded, and with completions
+        # (default 1) successful pods the Job is Complete.
+        return "complete" if spec.get("completions", 1) == 1 else "one index complete"
+    if pod.get("restartPolicy") == "OnFailure":
+        return "restart in place"
+    for rule in (spec.get("podFailurePolicy") or {}).get("rules", []):
+        on_codes = rule.get("onExitCodes")
+        if on_codes:
+            if on_codes.get("containerName", container) != container:
+                continue
+            hit = exit_code in on_codes["values"]
+            if on_codes["operator"] == "NotIn":
+                hit = not hit
+        else:
+            hit = disrupted and any(c["type"] == "DisruptionTarget"
+                                    for c in rule.get("onPodConditions", []))
+        if hit:
+            return {"FailJob": "fail", "Ignore": "replace (not counted)",
+                    "Count": "replace"}[rule["action"]]
+    return "replace" if spec.get("backoffLimit", 6) > 0 else "fail"
+
+
+class ManifestLearner:
+    """Runs the cpu-small Job's containers with paths and ports mapped."""
+
+    def __init__(self, job, binary, work, cfg):
+        self.job = job
+        self.work = work
+        self.data = os.path.join(work, "data")
+        os.makedirs(os.path.join(self.data, "base"), exist_ok=True)
+        self.bindir = os.path.join(work, "bin")
+        os.makedirs(self.bindir, exist_ok=True)
+        link = os.path.join(self.bindir, "rlvr")
+        if not os.path.exists(link):
+            os.symlink(binary, link)
+        self.cfg = cfg
+        (self.grpc_port, self.metrics_port, self.master_port) = free_ports(3)
+
+    def _map(self, text):
+        text = text.replace("/etc/rlvr/config.yaml", self.cfg).replace("/data/", self.data + "/")
+        text = re.sub(r"^--address=.*", f"--address=127.0.0.1:{self.grpc_port}", text)
+        text = re.sub(r"^--metrics_port=\d+", f"--metrics_port={self.metrics_port}", text)
+        return text.replace("--metrics_bind=0.0.0.0", "--metrics_bind=127.0.0.1")
+
+    def _env(self, container):
+        env = {"PATH": self.bindir + os.pathsep + os.environ.get("PATH", "")}
+        for e in container.get("env", []):
+            if "value" in e:
+                env[e["name"]] = e["value"]
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(self.master_port), HOME=self.work,
+                   POD_NAME="rlvr-learner-live")
+        return env
+
+    def pretrain(self):
+        init = [c for c in self.job["spec"]["template"]["spec"].get("initContainers", [])
+                if c["name"] == "pretrain"]
+        if len(init) != 1:
+            fail("the rendered learner Job has no `pretrain` init container")
+        c = init[0]
+        argv = [self._map(x) for x in c["command"] + c.get("args", [])]
+        log(f"init container pretrain: {' '.join(argv)}")
+        r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, **self._env(c)),
+                           timeout=max(5, left() - 60))
+        if r.returncode != 0:
+            fail(f"the pretrain init container failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+
+    def start(self, name, extra_args=()):
+        c = self.job["spec"]["template"]["spec"]["containers"][0]
+        argv = [self._map(x) for x in c["command"]] + [self._map(x) for x in c.get("args", [])]
+        return Proc(name, argv + list(extra_args), self.work, env=self._env(c))
+
+    def checkpoints(self):
+        d = os.path.join(self.data, "run", "checkpoints")
+        steps = []
+        for n in os.listdir(d) if os.path.isdir(d) else []:
+            m = re.fullmatch(r"ckpt-(\d+)", n)
+            if m:
+                steps.append(int(m.group(1)))
+        return sorted(steps)
+
+
+def scrape_value(url, name, labels=""):
+    text = http_get(url)
+    total, seen = 0.0, False
+    for m in re.finditer(rf"^{name}(\{{[^}}]*\}})? ([0-9.e+-]+|NaN)$", text, re.M):
+        if labels in (m.group(1) or ""):
+            total += float(m.group(2))
+            seen = True
+    return total if seen else None
+
+
 def main():
     binary = os.environ.get("RLVR_BINARY", "")
     if not binary or not os.access(binary, os.X_OK):
         print(f"SKIP: RLVR_BINARY ('{binary}') is not an executable rlvr binary; build target rlvr first")
         return SKIP
-    for cmd in ("learner", "actor"):
+    binary = os.path.abspath(binary)
+    for cmd in ("learner", "actor", "pretrain"):
         if not command_available(binary, cmd):
             print(f"SKIP: `rlvr {cmd}` is not built yet in {binary} (its --help does not succeed); "
                   "the live scrape and Prometheus end-to-end checks run once learner and actor exist")
             return SKIP
-    for tool in ("prometheus", "promtool", "node"):
+    for tool in ("prometheus", "promtool", "node", "kubectl"):
         if not shutil.which(tool):
             fail(f"{tool} not found: run scripts/install-deploy-tools")
+
+    objs = render_overlay("overlays/cpu-small")
+    jobs = [o for o in objs if o.get("kind") == "Job" and o["metadata"]["name"] == "rlvr-learner"]
+    if len(jobs) != 1:
+        fail("deploy/k8s/overlays/cpu-small renders no Job rlvr-learner (the learner must be a Job)")
+    job = jobs[0]
 
     work = tempfile.mkdtemp(prefix="rlvr-live-")
     procs = []
@@ -235,32 +396,27 @@ def main():
         cfg = os.path.join(work, "config.yaml")
         with open(cfg, "w") as f:
             f.write(TINY_CONFIG)
-        base = os.path.join(work, "base.rlvrw")
-        sets = [f"--set=pretrain.checkpoint={base}"]
-        if command_available(binary, "pretrain"):
-            log("pretraining a tiny base policy")
-            r = subprocess.run([binary, "pretrain", f"--config={cfg}"] + sets, capture_output=True,
-                               text=True, timeout=max(5, left() - 60))
-            if r.returncode != 0:
-                fail(f"rlvr pretrain failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
-        grpc_port, lm_port, am_port, ah_port, pport = free_ports(5)
-        learner = Proc("learner", [binary, "learner", f"--config={cfg}", *sets,
-                                   f"--address=127.0.0.1:{grpc_port}", f"--metrics_port={lm_port}",
-                                   f"--run_dir={os.path.join(work, 'run')}"], work)
+        learner_run = ManifestLearner(job, binary, work, cfg)
+        sets = [f"--set=pretrain.checkpoint={os.path.join(learner_run.data, 'base', 'base.rlvrw')}"]
+        # --- 1. the Job's init container, then its learner container ----------
+        learner_run.pretrain()
+        learner = learner_run.start("learner")
         procs.append(learner)
+        lm_port = learner_run.metrics_port
+        grpc_port = learner_run.grpc_port
+        am_port, ah_port, sm_port, sh_port, pport = free_ports(5)
         lurl = f"http://127.0.0.1:{lm_port}/metrics"
-        wait_for("learner /metrics", lambda: "rlvr_learner_" in http_get(lurl), procs, timeout=30)
+        wait_for("learner /metrics", lambda: "rlvr_learner_" in http_get(lurl), procs, timeout=60)
         actor = Proc("actor", [binary, "actor", f"--learner=127.0.0.1:{grpc_port}", f"--config={cfg}",
                                *sets, f"--metrics_port={am_port}", f"--health_port={ah_port}",
-                               "--listen_address=127.0.0.1"], work)
+                               "--listen_address=127.0.0.1", "--actor_id=fast"], work)
         procs.append(actor)
         aurl = f"http://127.0.0.1:{am_port}/metrics"
-        wait_for("actor /metrics", lambda: "rlvr_actor_" in http_get(aurl), procs, timeout=30)
+        wait_for("actor /metrics", lambda: "rlvr_actor_" in http_get(aurl), procs, timeout=60)
 
-        def learner_stepped():
-            m = re.search(r"^rlvr_learner_step(?:\{[^}]*\})? ([0-9.e+]+)", http_get(lurl), re.M)
-            return m and float(m.group(1)) >= 2
-        wait_for("two learner updates", learner_stepped, procs)
+        def learner_step():
+            return scrape_value(lurl, "rlvr_learner_step") or 0
+        wait_for("two learner updates", lambda: learner_step() >= 2, procs)
         log("learner has updated twice")
 
         # --- 2. real scrapes ---------------------------------------------------
@@ -294,8 +450,15 @@ def main():
 
         # --- 3. real Prometheus ------------------------------------------------
         pdir = os.path.join(work, "prometheus")
-        shutil.copytree(os.path.join(DEPLOY, "prometheus", "rules"), os.path.join(pdir, "rules"))
+        os.makedirs(os.path.join(pdir, "rules"))
         os.makedirs(os.path.join(pdir, "file_sd"))
+        with open(os.path.join(DEPLOY, "prometheus", "rules", "rlvr-alerts.yml")) as f:
+            rules_text = f.read()
+        # Same rules, windows a test can wait for: rate over 30 s, `for` 5 s.
+        short = re.sub(r"\[10m\]", "[30s]", rules_text)
+        short = re.sub(r"(?m)^(\s+for:) \d+m$", r"\1 5s", short)
+        with open(os.path.join(pdir, "rules", "rlvr-alerts.yml"), "w") as f:
+            f.write(short)
         with open(os.path.join(DEPLOY, "prometheus", "prometheus.yml")) as f:
             conf = f.read()
         conf = re.sub(r"(scrape_interval|evaluation_interval): \d+s", r"\1: 1s", conf)
@@ -303,9 +466,15 @@ def main():
         conf = conf.replace("refresh_interval: 30s", "refresh_interval: 1s")
         with open(os.path.join(pdir, "prometheus.yml"), "w") as f:
             f.write(conf)
-        for job, port in (("rlvr-learner", lm_port), ("rlvr-actor", am_port)):
-            with open(os.path.join(pdir, "file_sd", f"{job}.json"), "w") as f:
-                json.dump([{"targets": [f"127.0.0.1:{port}"]}], f)
+
+        def write_targets(actor_ports):
+            for job_name, ports in (("rlvr-learner", [lm_port]), ("rlvr-actor", actor_ports)):
+                tmp = os.path.join(pdir, "file_sd", f".{job_name}.json")
+                with open(tmp, "w") as f:
+                    json.dump([{"targets": [f"127.0.0.1:{p}" for p in ports],
+                                "labels": {"namespace": NAMESPACE}}], f)
+                os.replace(tmp, os.path.join(pdir, "file_sd", f"{job_name}.json"))
+        write_targets([am_port])
         r = subprocess.run(["promtool", "check", "config", os.path.join(pdir, "prometheus.yml")],
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
@@ -318,8 +487,8 @@ def main():
         wait_for("prometheus ready", lambda: "Ready" in http_get(f"{pbase}/-/ready"), procs, timeout=30)
 
         def both_up():
-            res = prom_query(pbase, 'up{job=~"rlvr-learner|rlvr-actor"} == 1')["data"]["result"]
-            return len(res) == 2
+            res = prom_query(pbase, f'up{{job=~"rlvr-learner|rlvr-actor", namespace="{NAMESPACE}"}} == 1')
+            return len(res["data"]["result"]) == 2
         wait_for("both targets up in Prometheus", both_up, procs, timeout=30)
         # Enough samples for rate() over the 15 s window the dashboard gets here.
         def enough_history():
@@ -332,7 +501,7 @@ def main():
             os.path.join(DEPLOY, "grafana", "rlvr-dashboard.json"))]
         rules = rule_exprs(os.path.join(DEPLOY, "prometheus", "rules", "rlvr-alerts.yml"))
         for where, expr in exprs:
-            q = expr.replace("$__rate_interval", "15s")
+            q = expr.replace("$__rate_interval", "15s").replace("$namespace", NAMESPACE)
             resp = prom_query(pbase, q)
             if resp.get("status") != "success":
                 problems.append(f"{where}: error {resp.get('errorType')}: {resp.get('error')} in `{q}`")
@@ -357,15 +526,135 @@ def main():
                 if rule.get("health") not in ("ok", "unknown"):
                     problems.append(f"Prometheus reports rule {rule['name']} {rule.get('health')}: "
                                     f"{rule.get('lastError')}")
-        firing = [a["labels"]["alertname"] for a in
-                  json.loads(http_get(f"{pbase}/api/v1/alerts"))["data"]["alerts"]
-                  if a["state"] == "firing"]
+
+        def alerts():
+            return [(a["labels"]["alertname"], a["state"], a["labels"].get("namespace", ""))
+                    for a in json.loads(http_get(f"{pbase}/api/v1/alerts"))["data"]["alerts"]]
         log(f"evaluated {len(exprs)} dashboard queries and {len(rules)} rule expressions; "
-            f"{n_rules} rules loaded; firing alerts: {firing or 'none'}")
+            f"{n_rules} rules loaded; alerts: {alerts() or 'none'}")
         if problems:
             for p in problems:
                 print(f"FAIL {p}")
-            fail(f"{len(problems)} query problem(s)")
+            fail(f"{len(problems)} query problem(s)", procs)
+
+        # --- 4. staleness: slowed actors, RlvrStalenessAboveLag fires --------
+        val = lambda r: (r.get("data", {}).get("result") or [{"value": [0, "none"]}])[0]["value"][1]
+        frac_q = f'rlvr:learner_stale_fraction:rate10m{{namespace="{NAMESPACE}"}}'
+        log(f"before slowing: stale fraction (30 s) {val(prom_query(pbase, frac_q))}, "
+            f"RlvrStalenessAboveLag {[a[1] for a in alerts() if a[0] == 'RlvrStalenessAboveLag'] or 'inactive'}")
+        t_stale = time.monotonic()
+        slow = []
+        for i in range(SLOW_ACTORS):
+            mport, hport = free_ports(2)
+            slow.append(Proc(f"slow-actor-{i}", [
+                binary, "actor", f"--learner=127.0.0.1:{grpc_port}", f"--config={cfg}", *sets,
+                f"--metrics_port={mport}", f"--health_port={hport}", "--listen_address=127.0.0.1",
+                f"--actor_id=slow-{i}"], work))
+            slow[-1].metrics_port = mport
+        procs.extend(slow)
+        write_targets([am_port] + [p.metrics_port for p in slow])
+        stop_throttle = threading.Event()
+
+        def throttle():
+            # Each slowed actor runs SLOW_RUN_S of every SLOW_RUN_S + SLOW_STOP_S
+            # seconds: its groups come back several policy versions late.
+            try:
+                while not stop_throttle.is_set():
+                    time.sleep(SLOW_RUN_S)
+                    for p in slow:
+                        if p.alive():
+                            os.kill(p.p.pid, signal.SIGSTOP)
+                    stop_throttle.wait(SLOW_STOP_S)
+                    for p in slow:
+                        if p.alive():
+                            os.kill(p.p.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        thr = threading.Thread(target=throttle, daemon=True)
+        thr.start()
+        stale_q = (f'(sum(rlvr_learner_groups_dropped_total{{reason="stale", namespace="{NAMESPACE}"}}) or vector(0)) '
+                   f'+ (sum(rlvr_learner_groups_rejected_total{{reason="stale_version", namespace="{NAMESPACE}"}}) '
+                   f'or vector(0))')
+        firing = None
+        end = min(DEADLINE - 45, time.monotonic() + 90)
+        while time.monotonic() < end:
+            for p in procs:
+                if not p.alive():
+                    fail(f"{p.name} exited with status {p.p.returncode} during the staleness phase", procs)
+            st = [a for a in alerts() if a[0] == "RlvrStalenessAboveLag"]
+            if any(s == "firing" for _, s, _ in st):
+                firing = st
+                break
+            time.sleep(1)
+        stop_throttle.set()
+        thr.join(timeout=SLOW_STOP_S + 5)
+        for p in slow:
+            if p.alive():
+                os.kill(p.p.pid, signal.SIGCONT)  # so that it can stop
+        frac = prom_query(pbase, frac_q)
+        stale = prom_query(pbase, stale_q)
+        p90 = prom_query(pbase, "histogram_quantile(0.9, sum by (le) "
+                                f'(rate(rlvr_learner_staleness_versions_bucket{{namespace="{NAMESPACE}"}}[30s])))')
+        log(f"staleness phase: {time.monotonic() - t_stale:.0f} s; stale groups {val(stale)}, stale "
+            f"fraction (30 s) {val(frac)}, p90 staleness of trained groups {val(p90)}; "
+            f"RlvrStalenessAboveLag: {firing or 'not firing'}")
+        if not firing:
+            fail("RlvrStalenessAboveLag did not fire while slowed actors sent stale groups", procs)
+        old = prom_query(pbase, "histogram_quantile(0.9, sum by (job, le) "
+                                "(rate(rlvr_learner_staleness_versions_bucket[30s]))) > 1")
+        if old.get("data", {}).get("result"):
+            log(f"note: the old p90-staleness condition was also true: {old['data']['result']}")
+        else:
+            log("the old condition (p90 staleness of trained groups > lag) stayed empty, as expected")
+        for p in slow:
+            p.stop()
+            procs.remove(p)
+        prom.stop()
+        procs.remove(prom)
+
+        # --- 5. completion: stop -> 143 + checkpoint; resume -> exit 0 --------
+        step_before = learner_step()
+        os.kill(learner.p.pid, signal.SIGTERM)   # kubelet signals the container's PID 1
+        code = learner.wait(min(60, max(1, left())))
+        if code is None:
+            fail("the learner did not stop within 60 s of SIGTERM", procs)
+        procs.remove(learner)
+        learner.stop()
+        ckpts = learner_run.checkpoints()
+        log(f"SIGTERM at step {step_before:.0f}: exit {code}, checkpoints {ckpts}; "
+            f"the Job would: {job_outcome(job, code)}")
+        if code != 143:
+            fail(f"after SIGTERM the learner container exited {code}, not 143: a Job would count a "
+                 "stopped run as complete", [learner])
+        if not ckpts:
+            fail("no checkpoint after the graceful stop", [learner])
+        if job_outcome(job, code) == "complete" or job_outcome(job, code, disrupted=True) == "complete":
+            fail("the rendered Job would count a stopped learner as complete")
+        target = ckpts[-1] + 2
+        # Same gRPC port (the actor reconnects, as to a replaced pod), a fresh
+        # metrics port (the old one may linger in TIME_WAIT).
+        learner_run.metrics_port = free_ports(1)[0]
+        learner2 = learner_run.start("learner-resumed", [f"--total_updates={target}"])
+        procs.append(learner2)
+        code = learner2.wait(max(1, left() - 5))
+        procs.remove(learner2)
+        learner2.stop()
+        ckpts2 = learner_run.checkpoints()
+        with open(learner2.log_path, errors="replace") as f:
+            resumed = re.search(r"resumed at step (\d+)", f.read())
+        outcome = job_outcome(job, code) if code is not None else "still running"
+        log(f"restarted with --total_updates={target}: {resumed.group(0) if resumed else 'no resume line'}, "
+            f"exit {code}, checkpoints {ckpts2}; the Job would: {outcome}")
+        if code is None:
+            fail(f"the resumed learner did not reach total_updates={target} in time", [learner2, actor])
+        if code != 0:
+            fail(f"the learner exited {code} at total_updates, not 0", [learner2, actor])
+        if not resumed or int(resumed.group(1)) != ckpts[-1]:
+            fail(f"the restarted learner did not resume from checkpoint {ckpts[-1]}", [learner2])
+        if target not in ckpts2:
+            fail(f"no final checkpoint ckpt-{target} after exit 0", [learner2])
+        if outcome != "complete":
+            fail(f"the rendered Job would not count exit 0 as complete: {outcome}")
         log("PASS")
         return 0
     finally:

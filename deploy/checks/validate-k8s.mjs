@@ -9,11 +9,20 @@
 //      document against the same package's interfaces, like
 //      `kubectl --validate=strict`);
 //   3. rlvr's deployment rules: non-root, read-only root FS, memory limits,
-//      probes, rendezvous env, grace period, volumes and selectors that
-//      resolve, NetworkPolicy for the learner's gRPC port;
+//      probes, rendezvous env, grace period, selectors; every ConfigMap,
+//      Secret and claim reference resolving in the same render; secret files
+//      readable by the pod's user (mode, fsGroup); the rendered image of
+//      every container (--expect-image); init containers no larger than the
+//      pod; scrape annotations and metrics Services only on pods that serve
+//      /metrics; the learner as a finite job (Job / JobSet / PyTorchJob,
+//      never a StatefulSet) that resumes after a failure and stops after
+//      success, with rank 0's checkpoints on a claim and a pretrain step;
+//      ServiceMonitors labelled for kube-prometheus-stack; NetworkPolicy for
+//      the learner's gRPC port;
 //   4. the run config in each rlvr ConfigMap against common/run_config.cc's
 //      schema (same check as check-run-config.mjs).
 // Usage: validate-k8s.mjs [--require-gpu LABEL] [--run-config-cc F]
+//                         [--expect-image LABEL=IMAGE] [--external-secret NAME]
 //                         [LABEL=]FILE.yaml...
 // Each file is one rendered set (an overlay): the rules of 3. apply per set;
 // the schema checks run once over all files (one TypeScript compilation).
@@ -33,15 +42,21 @@ const problem = (where, msg) => problems.push(`${where}: ${msg}`);
 // ---- arguments -------------------------------------------------------------
 const args = process.argv.slice(2);
 const requireGpu = new Set();
+const expectImage = new Map();      // set label -> the image every container must render
+const externalSecrets = new Set();  // Secrets the operator creates (not rendered)
 let runConfigCc = path.resolve(here, "../../common/run_config.cc");
 const files = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--require-gpu") requireGpu.add(args[++i]);
+  else if (args[i] === "--expect-image") {
+    const [l, ...img] = args[++i].split("=");
+    expectImage.set(l, img.join("="));
+  } else if (args[i] === "--external-secret") externalSecrets.add(args[++i]);
   else if (args[i] === "--run-config-cc") runConfigCc = args[++i];
   else files.push(args[i]);
 }
 if (files.length === 0) {
-  console.error("usage: validate-k8s.mjs [--require-gpu LABEL] [LABEL=]FILE.yaml...");
+  console.error("usage: validate-k8s.mjs [--require-gpu LABEL] [--expect-image LABEL=IMAGE] [--external-secret NAME] [LABEL=]FILE.yaml...");
   process.exit(2);
 }
 
@@ -54,7 +69,8 @@ for (const arg of files) {
   const file = eq > 0 ? arg.slice(eq + 1) : arg;
   sets.push(label);
   const text = fs.readFileSync(file, "utf8");
-  const parsed = YAML.parseAllDocuments(text);
+  // YAML 1.1 like Kubernetes (sigs.k8s.io/yaml): 0440 is octal.
+  const parsed = YAML.parseAllDocuments(text, { version: "1.1" });
   parsed.forEach((d, i) => {
     const tag = `${label}#${i}`;
     if (d.errors.length) {
@@ -173,35 +189,153 @@ if (tsEntries.length) {
 
 // ---- 3. rlvr deployment rules, per rendered set ----------------------------------
 let schema = null;
+const POD_INDEX = "metadata.labels['apps.kubernetes.io/pod-index']";
+// The shell around `rlvr learner` in a Job: rlvr exits 0 after a graceful
+// stop on SIGTERM, so the shell must forward the signal and exit non-zero.
+const SIGNAL_EXIT = /trap\s+'[^']*kill\s+-TERM[^']*exit\s+1\d\d'\s+TERM/;
+const flagValue = (c, flag) => {
+  const all = [...(c.command ?? []), ...(c.args ?? [])].join("\n");
+  const m = all.match(new RegExp(`--${flag}=(\\S+)`));
+  return m ? m[1] : undefined;
+};
+const cmdline = (c) => [...(c.command ?? []), ...(c.args ?? [])].join(" ");
+const isRlvrLearner = (c) => /\brlvr learner\b|^learner$/.test(cmdline(c)) || (c.args ?? [])[0] === "learner";
+const isRlvrActor = (c) => (c.args ?? [])[0] === "actor" || /\brlvr actor\b/.test(cmdline(c));
+// Kubernetes quantities -> number (cpu in cores, memory in bytes).
+function quantity(q) {
+  if (q === undefined || q === null) return 0;
+  const m = String(q).match(/^([0-9.]+)([a-zA-Z]*)$/);
+  if (!m) return NaN;
+  const units = { "": 1, m: 1e-3, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+  return Number(m[1]) * (units[m[2]] ?? NaN);
+}
+
 for (const label of sets) {
   const docs = allDocs.filter((d) => d.set === label);
   const byKind = (k) => docs.filter((d) => d.obj.kind === k);
-  const configMaps = new Set(byKind("ConfigMap").map((d) => d.obj.metadata?.name));
+  const names = (k) => new Set(byKind(k).map((d) => d.obj.metadata?.name));
+  const configMaps = names("ConfigMap");
+  const secrets = names("Secret");
+  const claims = names("PersistentVolumeClaim");
   const isRlvr = (o) => o.metadata?.labels?.["app.kubernetes.io/name"] === "rlvr";
 
-  function podTemplates() {
-    const out = [];
-    for (const { obj, where } of docs) {
-      if (["StatefulSet", "Deployment"].includes(obj.kind)) out.push({ obj, tpl: obj.spec?.template, where });
-      if (obj.kind === "JobSet") (obj.spec?.replicatedJobs ?? []).forEach((rj, i) => out.push({ obj, tpl: rj.template?.spec?.template, where: `${where} replicatedJobs[${i}]`, external: true }));
-      if (obj.kind === "PyTorchJob") Object.entries(obj.spec?.pytorchReplicaSpecs ?? {}).forEach(([r, s]) => out.push({ obj, tpl: s.template, where: `${where} ${r}`, external: true }));
+  // Every pod template of the set, with its role: "rank0" (learner rank 0),
+  // "worker" (learner rank > 0), "actor", or "" (anything else).
+  //   {obj, tpl, where, kind, role, pods, dns}
+  // pods = how many pods run this template at once; dns = the stable name of
+  // its first pod where there is one.
+  const templates = [];
+  const roleOf = (tpl, fallback) => {
+    const c = (tpl?.spec?.containers ?? [])[0] ?? {};
+    if (isRlvrActor(c)) return "actor";
+    const labelled = tpl?.metadata?.labels?.["app.kubernetes.io/component"] === "learner";
+    if (!isRlvrLearner(c) && !labelled) return fallback;
+    const env = new Map((c.env ?? []).map((e) => [e.name, e]));
+    const rankFlag = flagValue(c, "rank");
+    if (rankFlag !== undefined) return rankFlag === "0" ? "rank0" : "worker";
+    const rankEnv = env.get("RANK");
+    if (rankEnv?.value === "0") return "rank0";
+    if (rankEnv?.valueFrom) return "any";   // rank from an index: several ranks share the template
+    return fallback;
+  };
+  for (const { obj, where } of docs) {
+    const kind = obj.kind;
+    if (["StatefulSet", "Deployment"].includes(kind)) {
+      const tpl = obj.spec?.template;
+      templates.push({ obj, tpl, where, kind, role: roleOf(tpl, ""), pods: obj.spec?.replicas ?? 1,
+                       dns: kind === "StatefulSet" ? `${obj.metadata.name}-0.${obj.spec?.serviceName}` : "" });
+    } else if (kind === "Job") {
+      const tpl = obj.spec?.template;
+      const ps = tpl?.spec ?? {};
+      const role = roleOf(tpl, obj.spec?.completionMode === "Indexed" ? "any" : "");
+      templates.push({ obj, tpl, where, kind, role, pods: obj.spec?.parallelism ?? 1,
+                       dns: ps.hostname && ps.subdomain ? `${ps.hostname}.${ps.subdomain}` : "" });
+    } else if (kind === "JobSet") {
+      (obj.spec?.replicatedJobs ?? []).forEach((rj, i) => {
+        const tpl = rj.template?.spec?.template;
+        const sub = obj.spec?.network?.subdomain ?? obj.metadata.name;
+        templates.push({ obj, tpl, where: `${where} replicatedJobs[${i}] (${rj.name})`, kind, rjob: rj,
+                         role: roleOf(tpl, "any"), pods: (rj.replicas ?? 1) * (rj.template?.spec?.parallelism ?? 1),
+                         dns: `${obj.metadata.name}-${rj.name}-0-0.${sub}` });
+      });
+    } else if (kind === "PyTorchJob") {
+      Object.entries(obj.spec?.pytorchReplicaSpecs ?? {}).forEach(([r, s]) => {
+        templates.push({ obj, tpl: s.template, where: `${where} ${r}`, kind, replicaSpec: s,
+                         role: r === "Master" ? "rank0" : "worker", pods: s.replicas ?? 1,
+                         dns: r === "Master" ? `${obj.metadata.name}-master-0` : "" });
+      });
     }
-    return out;
   }
 
   let gpuSeen = false;
-  for (const { obj, tpl, where, external } of podTemplates()) {
+  for (const { obj, tpl, where, role } of templates) {
     const spec = tpl?.spec;
     if (!spec) { problem(where, "no pod template spec"); continue; }
-    if (spec.securityContext?.runAsNonRoot !== true) problem(where, "pod securityContext.runAsNonRoot must be true");
+    const psc = spec.securityContext ?? {};
+    if (psc.runAsNonRoot !== true) problem(where, "pod securityContext.runAsNonRoot must be true");
     const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
     const claimNames = new Set((obj.spec?.volumeClaimTemplates ?? []).map((c) => c.metadata?.name));
+    const all = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+
+    // Every ConfigMap / Secret / claim a pod refers to must be an object of the
+    // same render (kustomize renames generated ConfigMaps; a literal name that
+    // missed the rename leaves the pod in ContainerCreating), except Secrets
+    // the operator creates by hand (--external-secret).
+    const refs = [];
     for (const v of volumes.values()) {
-      if (v.configMap && !external && !configMaps.has(v.configMap.name)) {
-        problem(where, `volume "${v.name}" refers to ConfigMap "${v.configMap.name}", which is not in the rendered set`);
+      if (v.configMap) refs.push(["ConfigMap", v.configMap.name, v.configMap.optional, `volume "${v.name}"`]);
+      if (v.secret) refs.push(["Secret", v.secret.secretName, v.secret.optional, `volume "${v.name}"`]);
+      if (v.persistentVolumeClaim) refs.push(["PersistentVolumeClaim", v.persistentVolumeClaim.claimName, false, `volume "${v.name}"`]);
+      for (const src of v.projected?.sources ?? []) {
+        if (src.configMap) refs.push(["ConfigMap", src.configMap.name, src.configMap.optional, `projected volume "${v.name}"`]);
+        if (src.secret) refs.push(["Secret", src.secret.name, src.secret.optional, `projected volume "${v.name}"`]);
       }
     }
-    const all = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+    for (const c of all) {
+      for (const e of c.env ?? []) {
+        const cm = e.valueFrom?.configMapKeyRef, sk = e.valueFrom?.secretKeyRef;
+        if (cm) refs.push(["ConfigMap", cm.name, cm.optional, `container "${c.name}" env ${e.name}`]);
+        if (sk) refs.push(["Secret", sk.name, sk.optional, `container "${c.name}" env ${e.name}`]);
+      }
+      for (const ef of c.envFrom ?? []) {
+        if (ef.configMapRef) refs.push(["ConfigMap", ef.configMapRef.name, ef.configMapRef.optional, `container "${c.name}" envFrom`]);
+        if (ef.secretRef) refs.push(["Secret", ef.secretRef.name, ef.secretRef.optional, `container "${c.name}" envFrom`]);
+      }
+    }
+    for (const [kind, name, optional, what] of refs) {
+      if (optional) continue;
+      const known = kind === "ConfigMap" ? configMaps : kind === "Secret" ? secrets : claims;
+      if (known.has(name) || (kind === "Secret" && externalSecrets.has(name))) continue;
+      problem(where, `${what} refers to ${kind} "${name}", which is not in the rendered set` +
+              (kind === "Secret" ? " (nor a documented --external-secret)" : ""));
+    }
+
+    // Secret files must be readable by the user the containers run as:
+    // kubelet writes them owned by root, group = fsGroup (root without one),
+    // with the volume's defaultMode (0644 unless set) or the item's mode.
+    for (const c of all) {
+      const sc = c.securityContext ?? {};
+      const uid = sc.runAsUser ?? psc.runAsUser ?? 0;
+      const groups = new Set([sc.runAsGroup ?? psc.runAsGroup ?? 0, ...(psc.supplementalGroups ?? [])]);
+      if (psc.fsGroup !== undefined) groups.add(psc.fsGroup);
+      for (const m of c.volumeMounts ?? []) {
+        const v = volumes.get(m.name);
+        const secretSources = v?.secret ? [v.secret] : (v?.projected?.sources ?? []).filter((s) => s.secret).map((s) => ({ ...s.secret, defaultMode: v.projected.defaultMode }));
+        for (const s of secretSources) {
+          const fileGid = psc.fsGroup ?? 0;
+          const modes = (s.items ?? []).length ? s.items.map((it) => [it.path, it.mode ?? s.defaultMode ?? 0o644]) : [["*", s.defaultMode ?? 0o644]];
+          for (const [file, mode] of modes) {
+            const readable = (uid === 0 && (mode & 0o400)) || (groups.has(fileGid) && (mode & 0o040)) || (mode & 0o004);
+            if (!readable) {
+              problem(`${where} container "${c.name}"`,
+                `secret volume "${m.name}" file ${file} has mode 0${mode.toString(8)} owned by 0:${fileGid}, ` +
+                `unreadable by runAsUser ${uid} (groups ${[...groups].join(",")}): set the pod's fsGroup to a group of the user or widen defaultMode`);
+            }
+          }
+        }
+      }
+    }
+
     for (const c of all) {
       const cw = `${where} container "${c.name}"`;
       const sc = c.securityContext ?? {};
@@ -215,11 +349,24 @@ for (const label of sets) {
       if (sc.readOnlyRootFilesystem === true && !(c.volumeMounts ?? []).some((m) => m.mountPath === "/tmp")) {
         problem(cw, "read-only root filesystem without a writable /tmp mount");
       }
+      const want = expectImage.get(label);
+      if (want !== undefined && c.image !== want) problem(cw, `renders image "${c.image}", expected "${want}"`);
+    }
+    // An init container's requests count against the pod like the
+    // containers': the pod is scheduled for the larger of the two.
+    for (const res of ["cpu", "memory"]) {
+      const main = (spec.containers ?? []).reduce((n, c) => n + quantity(c.resources?.requests?.[res]), 0);
+      for (const c of spec.initContainers ?? []) {
+        const q = quantity(c.resources?.requests?.[res]);
+        if (q > main) {
+          problem(`${where} init container "${c.name}"`,
+            `requests ${res} ${c.resources.requests[res]}, more than the pod's containers (${main}${res === "memory" ? " bytes" : ""}): the pod would be scheduled for the init container's size`);
+        }
+      }
     }
     for (const c of spec.containers ?? []) {
       const cw = `${where} container "${c.name}"`;
-      // Containers that serve a port need probes; learner workers serve none.
-      if (!external && (c.ports ?? []).length) {
+      if ((c.ports ?? []).length && !["Job", "JobSet", "PyTorchJob"].includes(obj.kind) || (role === "rank0" && (c.ports ?? []).length)) {
         if (!c.readinessProbe) problem(cw, "readinessProbe is required");
         if (!c.livenessProbe) problem(cw, "livenessProbe is required");
       }
@@ -232,6 +379,19 @@ for (const label of sets) {
         else if (!ports.includes(port)) problem(cw, `${p} port ${port} is not a declared container port`);
       }
     }
+    // Scrape annotations only on pods that serve /metrics: a container with
+    // --metrics_port=<the annotated port> that is not a learner rank > 0
+    // (those run no metrics server whatever their flags say).
+    const ann = tpl.metadata?.annotations ?? {};
+    if (ann["prometheus.io/scrape"] === "true") {
+      const port = String(ann["prometheus.io/port"] ?? "");
+      const serving = (spec.containers ?? []).some((c) => flagValue(c, "metrics_port") === port &&
+        (c.ports ?? []).some((p) => String(p.containerPort) === port));
+      if (!serving) problem(where, `annotated prometheus.io/scrape with port ${port}, but no container serves /metrics there (--metrics_port=${port} and a containerPort)`);
+      else if (role === "worker" || role === "any") {
+        problem(where, "annotated prometheus.io/scrape, but its pods include learner ranks > 0, which serve no /metrics (targets down, RlvrLearnerDown); annotate rank 0's template only");
+      }
+    }
     // Selectors must select the template.
     const sel = obj.spec?.selector?.matchLabels;
     if (sel && ["StatefulSet", "Deployment"].includes(obj.kind)) {
@@ -242,75 +402,141 @@ for (const label of sets) {
   }
   if (requireGpu.has(label) && !gpuSeen) problem(label, "no container requests nvidia.com/gpu (gpu overlay expected)");
 
-  // The learner StatefulSets: rank 0 (RANK "0", one replica, checkpoints)
-  // and optional workers (RANK = pod ordinal + 1); env:// rendezvous.
-  const learnerSets = byKind("StatefulSet").filter((d) =>
-    isRlvr(d.obj) && d.obj.metadata?.labels?.["app.kubernetes.io/component"] === "learner");
-  const envOf = (obj) => new Map(((obj.spec?.template?.spec?.containers ?? [])[0]?.env ?? []).map((e) => [e.name, e]));
-  const POD_INDEX = "metadata.labels['apps.kubernetes.io/pod-index']";
-  const rankZero = learnerSets.filter((d) => envOf(d.obj).get("RANK")?.value === "0");
-  const totalRanks = learnerSets.reduce((n, d) => n + (d.obj.spec?.replicas ?? 1), 0);
-  if (learnerSets.length && rankZero.length !== 1) {
-    problem(label, `expected exactly one learner StatefulSet with RANK "0" (rank 0), found ${rankZero.length}`);
-  }
-  const rank0 = rankZero[0]?.obj;
-  const rank0Host = rank0 ? `${rank0.metadata.name}-0.${rank0.spec?.serviceName}` : "";
-  for (const { obj, where } of learnerSets) {
-    const spec = obj.spec ?? {};
-    const pod = spec.template?.spec ?? {};
-    const c = (pod.containers ?? [])[0] ?? {};
-    const env = envOf(obj);
-    const isRank0 = obj === rank0;
-    for (const k of ["WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]) {
-      if (!env.has(k)) problem(where, `learner container lacks env ${k} (torch env:// rendezvous)`);
-    }
-    if (env.has("WORLD_SIZE") && Number(env.get("WORLD_SIZE").value) !== totalRanks) {
-      problem(where, `WORLD_SIZE=${env.get("WORLD_SIZE").value} but the learner StatefulSets run ${totalRanks} replicas in all: the ranks would never rendezvous`);
-    }
-    if (!isRank0) {
-      const cmd = [...(c.command ?? []), ...(c.args ?? [])].join(" ");
-      const fromOrdinal = env.get("RANK")?.valueFrom?.fieldRef?.fieldPath === POD_INDEX ||
-        (env.get("POD_INDEX")?.valueFrom?.fieldRef?.fieldPath === POD_INDEX && /--rank=\$\(\(\s*POD_INDEX\s*\+\s*1\s*\)\)/.test(cmd));
-      if (!fromOrdinal) {
-        problem(where, `a learner worker's rank must come from the pod ordinal (${POD_INDEX}), as RANK or as --rank=$((POD_INDEX + 1))`);
+  // Services with a metrics port are scraped endpoint by endpoint
+  // (ServiceMonitor): every pod they select must serve /metrics.
+  for (const { obj, where } of byKind("Service")) {
+    const mport = (obj.spec?.ports ?? []).find((p) => p.name === "metrics");
+    const sel = obj.spec?.selector;
+    if (!mport || !sel) continue;
+    for (const t of templates) {
+      const labels = t.tpl?.metadata?.labels ?? {};
+      if (!Object.entries(sel).every(([k, v]) => labels[k] === v)) continue;
+      if (t.role === "worker" || t.role === "any") {
+        problem(where, `has a metrics port and selects ${t.where}, whose learner ranks > 0 serve no /metrics: select rank 0 only`);
       }
     }
-    const master = env.get("MASTER_ADDR")?.value ?? "";
-    if (rank0Host && !(master === rank0Host || master.startsWith(`${rank0Host}.`))) {
-      problem(where, `MASTER_ADDR "${master}" is not rank 0's stable name ${rank0Host}`);
-    }
-    if (spec.podManagementPolicy !== "Parallel") problem(where, "podManagementPolicy must be Parallel (all ranks start together)");
-    const svc = byKind("Service").find((d) => d.obj.metadata?.name === spec.serviceName);
-    if (!svc) { problem(where, `serviceName "${spec.serviceName}" has no Service in the rendered set`); continue; }
-    if (!isRank0) continue;
-    if ((spec.replicas ?? 1) !== 1) problem(where, `rank 0's StatefulSet must have 1 replica, has ${spec.replicas}; scale the workers`);
-    if (svc.obj.spec?.clusterIP !== "None") problem(svc.where, "the learner's governing Service must be headless (clusterIP: None)");
-    if (svc.obj.spec?.publishNotReadyAddresses !== true) problem(svc.where, "publishNotReadyAddresses must be true so that ranks rendezvous before readiness");
-    const svcPorts = (svc.obj.spec?.ports ?? []).map((p) => p.port);
-    if (!svcPorts.includes(Number(env.get("MASTER_PORT")?.value))) problem(svc.where, `MASTER_PORT ${env.get("MASTER_PORT")?.value} is not a port of the Service`);
-    if (!(spec.volumeClaimTemplates ?? []).length) problem(where, "no volumeClaimTemplates: checkpoints would not survive a restart");
-    if ((pod.terminationGracePeriodSeconds ?? 30) < 120) {
-      problem(where, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds ?? 30} is too short for a checkpoint on SIGTERM (>= 120)`);
-    }
-    if (!(c.args ?? []).includes("--metrics_bind=0.0.0.0")) problem(where, "rank 0 needs --metrics_bind=0.0.0.0 for Prometheus to reach /metrics");
   }
 
-  // Actors dial rank 0 of a learner StatefulSet that exists.
-  for (const { obj, where } of byKind("Deployment")) {
-    if (!isRlvr(obj) || obj.metadata?.labels?.["app.kubernetes.io/component"] !== "actor") continue;
-    const c = obj.spec?.template?.spec?.containers?.[0] ?? {};
-    const flag = (c.args ?? []).find((a) => a.startsWith("--learner="));
-    if (!flag) { problem(where, "actor has no --learner= flag"); continue; }
-    const host = flag.slice("--learner=".length).split(":")[0];
-    if (learnerSets.length && !(host === rank0Host || host.startsWith(`${rank0Host}.`))) {
-      problem(where, `--learner host "${host}" is not rank 0's stable name ${rank0Host || "(no rank 0 in the rendered set)"}`);
+  // ---- the learner: a finite job --------------------------------------------------
+  const learners = templates.filter((t) => ["rank0", "worker", "any"].includes(t.role));
+  for (const t of learners) {
+    if (["StatefulSet", "Deployment"].includes(t.kind)) {
+      problem(t.where, `the learner runs as a ${t.kind}: at run.total_updates \`rlvr learner\` exits 0 and the ${t.kind} restarts it (resume, exit, CrashLoopBackOff, RlvrLearnerDown). Run it as a Job (or JobSet / PyTorchJob)`);
     }
+  }
+  const rank0s = learners.filter((t) => t.role === "rank0");
+  const anyRank = learners.filter((t) => t.role === "any");
+  if (learners.length && rank0s.length !== 1) {
+    problem(label, `expected exactly one learner pod template for rank 0 (RANK "0", --rank=0 or a PyTorchJob Master), found ${rank0s.length}` +
+            (anyRank.length ? `; ${anyRank.map((t) => t.where).join(", ")} takes its rank from an index (give rank 0 its own template: it alone serves gRPC, /metrics and checkpoints)` : ""));
+  }
+  const rank0 = rank0s[0];
+  const totalRanks = learners.reduce((n, t) => n + t.pods, 0);
+  for (const t of learners) {
+    const ps = t.tpl?.spec ?? {};
+    const c = (ps.containers ?? [])[0] ?? {};
+    const env = new Map((c.env ?? []).map((e) => [e.name, e]));
+    // Restart semantics: resume after a failure, stop after success.
+    if (t.kind === "Job") {
+      const rp = ps.restartPolicy;
+      if (!["Never", "OnFailure"].includes(rp)) problem(t.where, `restartPolicy must be Never or OnFailure, is ${rp}`);
+      if ((t.obj.spec?.backoffLimit ?? 6) < 1) problem(t.where, "backoffLimit 0: a crashed learner would not resume from its checkpoint");
+      if (rp === "Never") {
+        const rules = t.obj.spec?.podFailurePolicy?.rules ?? [];
+        if (!rules.some((r) => r.action === "Ignore" && (r.onPodConditions ?? []).some((p) => p.type === "DisruptionTarget"))) {
+          problem(t.where, "restartPolicy Never without a podFailurePolicy rule ignoring DisruptionTarget: every preemption or drain would count against backoffLimit");
+        }
+      }
+      if ((t.obj.spec?.completions ?? 1) !== (t.obj.spec?.parallelism ?? 1)) problem(t.where, "completions must equal parallelism (all ranks run together)");
+    } else if (t.kind === "JobSet") {
+      if ((t.obj.spec?.failurePolicy?.maxRestarts ?? 0) < 1) problem(t.where, "JobSet failurePolicy.maxRestarts must be >= 1 to resume after a failure");
+      if (ps.restartPolicy !== "Never" && ps.restartPolicy !== "OnFailure") problem(t.where, "restartPolicy must be Never or OnFailure");
+    } else if (t.kind === "PyTorchJob") {
+      if (!["OnFailure", "ExitCode"].includes(t.replicaSpec?.restartPolicy)) problem(t.where, `restartPolicy must be OnFailure or ExitCode (resume after failure, stop after success), is ${t.replicaSpec?.restartPolicy}`);
+      if ((t.obj.spec?.runPolicy?.backoffLimit ?? 0) < 1) problem(t.where, "runPolicy.backoffLimit must be >= 1");
+    }
+    if (["Job", "JobSet", "PyTorchJob"].includes(t.kind) && !SIGNAL_EXIT.test(cmdline(c))) {
+      problem(t.where, "the learner container must run `rlvr learner` under a shell that forwards SIGTERM and exits 143 (trap ... TERM): rlvr exits 0 after a graceful stop, which a Job would count as completion");
+    }
+    // env:// rendezvous (the training operator injects it for PyTorchJob).
+    if (t.kind !== "PyTorchJob") {
+      for (const k of ["WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]) {
+        if (!env.has(k)) problem(t.where, `learner container lacks env ${k} (torch env:// rendezvous)`);
+      }
+      if (env.has("WORLD_SIZE") && Number(env.get("WORLD_SIZE").value) !== totalRanks) {
+        problem(t.where, `WORLD_SIZE=${env.get("WORLD_SIZE").value} but the learner templates run ${totalRanks} pods in all: the ranks would never rendezvous`);
+      }
+      const master = env.get("MASTER_ADDR")?.value ?? "";
+      if (rank0?.dns && !(master === rank0.dns || master.startsWith(`${rank0.dns}.`))) {
+        problem(t.where, `MASTER_ADDR "${master}" is not rank 0's stable name ${rank0.dns}`);
+      }
+      if (t.role === "worker" && t.kind !== "StatefulSet") {
+        const idx = /--rank=\$\(\(\s*JOB_COMPLETION_INDEX\s*\+\s*1\s*\)\)/.test(cmdline(c)) ||
+          /--rank=\$\(\(\s*POD_INDEX\s*\+\s*1\s*\)\)/.test(cmdline(c));
+        if (!idx) problem(t.where, "a learner worker's rank must be its completion index + 1 (--rank=$((JOB_COMPLETION_INDEX + 1)))");
+      } else if (t.role === "worker") {
+        if (env.get("POD_INDEX")?.valueFrom?.fieldRef?.fieldPath !== POD_INDEX) problem(t.where, "a StatefulSet worker's rank must come from the pod ordinal");
+      }
+    }
+    if (t !== rank0) continue;
+    // Rank 0: a stable name, checkpoints on a claim, time to checkpoint.
+    if (t.kind === "Job" || t.kind === "StatefulSet") {
+      if (!t.dns) problem(t.where, "rank 0 has no stable DNS name (set hostname and subdomain)");
+      const svcName = t.kind === "Job" ? ps.subdomain : t.obj.spec?.serviceName;
+      const svc = byKind("Service").find((d) => d.obj.metadata?.name === svcName);
+      if (!svc) problem(t.where, `subdomain/serviceName "${svcName}" has no Service in the rendered set`);
+      else {
+        if (svc.obj.spec?.clusterIP !== "None") problem(svc.where, "rank 0's Service must be headless (clusterIP: None)");
+        if (svc.obj.spec?.publishNotReadyAddresses !== true) problem(svc.where, "publishNotReadyAddresses must be true so that ranks rendezvous before readiness");
+        const labels = t.tpl?.metadata?.labels ?? {};
+        if (!Object.entries(svc.obj.spec?.selector ?? {}).every(([k, v]) => labels[k] === v)) problem(svc.where, `does not select rank 0's pod (${t.where}): its DNS name would not resolve`);
+        const svcPorts = (svc.obj.spec?.ports ?? []).map((p) => p.port);
+        if (env.has("MASTER_PORT") && !svcPorts.includes(Number(env.get("MASTER_PORT")?.value))) problem(svc.where, `MASTER_PORT ${env.get("MASTER_PORT")?.value} is not a port of the Service`);
+      }
+    }
+    const runDir = flagValue(c, "run_dir");
+    if (!runDir) problem(t.where, "rank 0 has no --run_dir: no checkpoints, nothing to resume from");
+    else {
+      const mount = (c.volumeMounts ?? []).filter((m) => runDir === m.mountPath || runDir.startsWith(`${m.mountPath}/`))
+        .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+      const vol = mount && (ps.volumes ?? []).find((v) => v.name === mount.name);
+      const onClaim = vol?.persistentVolumeClaim || (t.obj.spec?.volumeClaimTemplates ?? []).some((v) => v.metadata?.name === mount?.name);
+      if (!onClaim) problem(t.where, `--run_dir ${runDir} is not on a PersistentVolumeClaim: checkpoints would not survive a new pod`);
+    }
+    if (!(ps.initContainers ?? []).some((ic) => /rlvr pretrain/.test(cmdline(ic)))) {
+      problem(t.where, "rank 0 has no `rlvr pretrain` init container: the learner would start from a random policy");
+    }
+    if ((ps.terminationGracePeriodSeconds ?? 30) < 120) {
+      problem(t.where, `terminationGracePeriodSeconds ${ps.terminationGracePeriodSeconds ?? 30} is too short for a checkpoint on SIGTERM (>= 120)`);
+    }
+    if ((c.ports ?? []).length && !(c.args ?? []).includes("--metrics_bind=0.0.0.0")) problem(t.where, "rank 0 needs --metrics_bind=0.0.0.0 for Prometheus to reach /metrics");
+  }
+
+  // Actors dial rank 0's stable name; TLS on both sides or neither.
+  for (const t of templates.filter((x) => x.role === "actor")) {
+    const c = t.tpl?.spec?.containers?.[0] ?? {};
+    const flag = flagValue(c, "learner");
+    if (!flag) { problem(t.where, "actor has no --learner= flag"); continue; }
+    const host = flag.split(":")[0];
+    if (learners.length && !(host === rank0?.dns || host.startsWith(`${rank0?.dns}.`))) {
+      problem(t.where, `--learner host "${host}" is not rank 0's stable name ${rank0?.dns || "(no rank 0 in the rendered set)"}`);
+    }
+    if (rank0) {
+      const lc = rank0.tpl?.spec?.containers?.[0] ?? {};
+      if (!!flagValue(c, "tls_ca") !== !!flagValue(lc, "tls_cert")) problem(t.where, "TLS on one side only: actor --tls_ca and rank 0 --tls_cert must be set together");
+    }
+  }
+
+  // ServiceMonitors: kube-prometheus-stack's Prometheus selects them by the
+  // label release=<helm release name>.
+  for (const { obj, where } of byKind("ServiceMonitor")) {
+    if (!obj.metadata?.labels?.release) problem(where, "no `release` label: kube-prometheus-stack's Prometheus selects ServiceMonitors by release=<its Helm release name> and would ignore this one");
   }
 
   // NetworkPolicy: the learner's gRPC port is open to actors only.
-  if (byKind("StatefulSet").some((d) => isRlvr(d.obj))) {
+  {
     const pols = byKind("NetworkPolicy").filter((d) => d.obj.spec?.podSelector?.matchLabels?.["app.kubernetes.io/component"] === "learner");
-    if (!pols.length) problem(label, "no NetworkPolicy selects the learner pods");
+    if (learners.length && !pols.length) problem(label, "no NetworkPolicy selects the learner pods");
     for (const { obj, where } of pols) {
       for (const rule of obj.spec?.ingress ?? []) {
         const ports = (rule.ports ?? []).map((p) => p.port);

@@ -15,8 +15,13 @@ import sys
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 RATE = "$__rate_interval"
-LEARNER = 'job="rlvr-learner"'
-ACTOR = 'job="rlvr-actor"'
+# One run = one namespace (the ServiceMonitor, prometheus-k8s.yml and the
+# file_sd targets of prometheus.yml all set `namespace`); the `namespace`
+# variable picks the run, so two runs in one Prometheus never merge.
+RUN = 'namespace="$namespace"'
+LEARNER = f'job="rlvr-learner", {RUN}'
+ACTOR = f'job="rlvr-actor", {RUN}'
+BOTH = f'job=~"rlvr-learner|rlvr-actor", {RUN}'
 
 
 class Layout:
@@ -78,14 +83,17 @@ def timeseries(layout, title, description, queries, unit="short", w=8, h=8, min_
     }
 
 
-def stat(layout, title, description, queries, unit="short", w=4, h=4, thresholds=None):
+def stat(layout, title, description, queries, unit="short", w=4, h=4, thresholds=None,
+         no_value=None):
     pid, pos = layout.place(w, h)
     steps = thresholds or [{"color": "green", "value": None}]
+    defaults = {"unit": unit, "thresholds": {"mode": "absolute", "steps": steps}}
+    if no_value is not None:
+        defaults["noValue"] = no_value
     return {
         "type": "stat", "id": pid, "title": title, "description": description,
         "datasource": DS, "gridPos": pos, "targets": targets(*queries),
-        "fieldConfig": {"defaults": {"unit": unit, "thresholds": {"mode": "absolute", "steps": steps}},
-                        "overrides": []},
+        "fieldConfig": {"defaults": defaults, "overrides": []},
         "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                     "orientation": "auto", "colorMode": "value", "graphMode": "area",
                     "justifyMode": "auto", "textMode": "auto", "wideLayout": True,
@@ -130,14 +138,16 @@ def build():
     panels.append(stat(L, "Actors connected", "Actor sessions open on the learner.",
                        [(f"max(rlvr_learner_actors_connected{{{LEARNER}}})", "actors")],
                        thresholds=[{"color": "red", "value": None}, {"color": "green", "value": 1}]))
+    # The timestamp is 0 until the first update: `> 0` leaves the panel empty
+    # ("no update yet") instead of showing the age of the Unix epoch.
     panels.append(stat(L, "Since last update", "Seconds since the learner's last update "
-                       "(alert RlvrLearnerNoStep at 600 s).",
-                       [(f"time() - max(rlvr_learner_last_step_timestamp_seconds{{{LEARNER}}})", "age")],
-                       unit="s", thresholds=red_at(600)))
+                       "(alert RlvrLearnerNoStep at 600 s); empty before the first update.",
+                       [(f"time() - max(rlvr_learner_last_step_timestamp_seconds{{{LEARNER}}} > 0)", "age")],
+                       unit="s", thresholds=red_at(600), no_value="no update yet"))
     panels.append(stat(L, "Learner ranks", "Data-parallel world size of the learner.",
                        [(f"max(rlvr_learner_world_size{{{LEARNER}}})", "ranks")]))
     panels.append(stat(L, "Targets up", "Scraped rlvr processes that are up, of all scraped.",
-                       [('sum(up{job=~"rlvr-learner|rlvr-actor"})', "up")]))
+                       [(f"sum(up{{{BOTH}}})", "up")]))
 
     panels.append(L.row("Training progress"))
     panels.append(timeseries(L, "Reward", "Mean verifier reward of the last update's rollouts "
@@ -240,14 +250,14 @@ def build():
 
     panels.append(L.row("Process health"))
     panels.append(timeseries(L, "Scrape up", "1 when Prometheus reaches the process.", [
-        ('up{job=~"rlvr-learner|rlvr-actor"}', "{{job}} {{instance}}")], min_=0, max_=1, w=12))
+        (f"up{{{BOTH}}}", "{{job}} {{instance}}")], min_=0, max_=1, w=12))
     panels.append(timeseries(L, "Checkpoint duration", "Seconds to write a checkpoint (rank 0).",
                              quantiles("rlvr_learner_checkpoint_seconds", LEARNER), unit="s", w=12))
     panels.append(timeseries(L, "Refused calls (auth)", "Calls refused for a missing or wrong "
                              "bearer token, per service and reason (misconfigured or foreign "
                              "clients).", [
-                                 ('sum by (service, reason) (rate(rlvr_auth_failures_total'
-                                  f'{{job=~"rlvr-learner|rlvr-actor"}}[{RATE}]))', "{{service}} {{reason}}")],
+                                 (f"sum by (service, reason) (rate(rlvr_auth_failures_total{{{BOTH}}}[{RATE}]))",
+                                  "{{service}} {{reason}}")],
                              w=12))
 
     return {
@@ -269,6 +279,14 @@ def build():
             "name": "datasource", "label": "Prometheus", "type": "datasource",
             "query": "prometheus", "hide": 0, "multi": False, "includeAll": False,
             "current": {"text": "default", "value": "default"}, "options": [], "refresh": 1, "regex": "", "skipUrlSync": False,
+        }, {
+            # The run: its namespace, from the learner's and actors' `up`.
+            "name": "namespace", "label": "Run (namespace)", "type": "query", "datasource": DS,
+            "query": {"query": 'label_values(up{job=~"rlvr-learner|rlvr-actor"}, namespace)',
+                      "refId": "namespace"},
+            "hide": 0, "multi": False, "includeAll": False, "current": {"text": "", "value": ""},
+            "options": [],
+            "refresh": 2, "regex": "", "sort": 1, "skipUrlSync": False,
         }]},
         "panels": panels,
     }
