@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -146,6 +147,19 @@ TEST(LeaseBookTest, ShutdownGivesBackQueuedAndAbandonedLeasesOnce) {
   EXPECT_EQ(book.counters().submitted, 0u);
 }
 
+TEST(LeaseBookTest, ShutdownNeverGivesBackABatchOfABrokenSession) {
+  LeaseBook book(Options(4));
+  uint64_t s = book.OpenSession();
+  book.Grant(s, MakeLease(1), kT0);
+  book.TakeBatch(1, kT0);
+  book.CloseSession();
+  s = book.OpenSession();
+  book.Grant(s, MakeLease(2), kT0);
+  // Lease 1 belongs to the dead session: the learner re-queued it already.
+  EXPECT_EQ(book.GiveBackUnfinished(/*abandon_batch=*/true).lease_ids, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(book.FinishBatch(true).kind, LeaseBook::Finish::kDropped);
+}
+
 TEST(LeaseBookTest, AFailedBatchIsGivenBack) {
   LeaseBook book(Options(2));
   const uint64_t s = book.OpenSession();
@@ -159,12 +173,18 @@ TEST(LeaseBookTest, AFailedBatchIsGivenBack) {
 
 // ---------------------------------------------------------------- random
 
-struct Rng {
-  uint64_t state;
-  uint64_t Next() { return SplitMix64(state++); }
-  // Uniform in [0, n).
+// A SplitMix64 stream per seed; each seed starts at a scrambled point, so
+// the streams of neighbouring seeds do not overlap.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(SplitMix64(seed ^ 0x5eed5eed5eed5eedULL)) {}
+  uint64_t Next() { return SplitMix64(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, n) (n small: the modulo bias is negligible).
   uint64_t Below(uint64_t n) { return Next() % n; }
   bool Chance(int percent) { return static_cast<int>(Below(100)) < percent; }
+
+ private:
+  uint64_t state_;
 };
 
 // The reference: the same rules, written as plainly as possible.
@@ -247,9 +267,18 @@ struct Ledger {
   }
 };
 
-void RunSequence(uint64_t seed, int steps) {
+// How often the random sequences reached the rarer situations (checked > 0,
+// so that the sequences keep exercising them).
+struct Coverage {
+  int orphan_dropped = 0;       // A batch of a broken session finished.
+  int orphan_at_give_back = 0;  // Shutdown give-back while such a batch ran.
+  int abandoned = 0;            // A live batch abandoned at shutdown.
+  int expired = 0, stale = 0;   // Give-backs by deadline and by missing weights.
+};
+
+void RunSequence(uint64_t seed, int steps, Coverage* coverage) {
   SCOPED_TRACE(absl::StrCat("RLVR_TEST_SEED=", seed));
-  Rng rng{seed};
+  Rng rng(seed);
   const int capacity = 1 + static_cast<int>(rng.Below(5));
   LeaseBook book(Options(capacity));
   Reference ref(capacity);
@@ -333,6 +362,8 @@ void RunSequence(uint64_t seed, int steps) {
       ref.queued = keep;
       ASSERT_EQ(Ids(take.batch), ready);
       std::vector<GiveBack> want;
+      coverage->stale += !stale.empty();
+      coverage->expired += !expired.empty();
       if (!stale.empty()) want.push_back({stale, "weights for min_policy_version did not arrive"});
       if (!expired.empty()) want.push_back({expired, "lease deadline passed"});
       ASSERT_EQ(take.give_back.size(), want.size());
@@ -363,6 +394,7 @@ void RunSequence(uint64_t seed, int steps) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kAbandoned);
       } else if (!ref.open || ref.batch_session != ref.session) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kDropped);
+        ++coverage->orphan_dropped;
         end_all(ref.batch, &ledger.dropped);
       } else if (ok) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kSubmit);
@@ -396,11 +428,15 @@ void RunSequence(uint64_t seed, int steps) {
       ref.granting = false;
     } else {  // Unfinished leases are given back (possibly abandoning the batch).
       const bool abandon = rng.Chance(50);
+      if (abandon && ref.generating && ref.batch_session != ref.session) {
+        ++coverage->orphan_at_give_back;
+      }
       std::vector<uint64_t> want;
       if (ref.open) {
         if (abandon && ref.generating && ref.batch_session == ref.session && !ref.abandoned) {
           ref.abandoned = true;
           want = ref.batch;
+          ++coverage->abandoned;
         }
         for (const auto& l : ref.queued) want.push_back(l.id);
         ref.queued.clear();
@@ -433,7 +469,18 @@ TEST(LeaseBookTest, RandomSequencesMatchTheReferenceAndLoseNothing) {
   uint64_t base = 20261124;
   if (const char* env = std::getenv("RLVR_TEST_SEED")) base = std::strtoull(env, nullptr, 10);
   constexpr int kSequences = 3000;
-  for (int i = 0; i < kSequences && !HasFailure(); ++i) RunSequence(base + i, 300);
+  Coverage coverage;
+  for (int i = 0; i < kSequences && !HasFailure(); ++i) RunSequence(base + i, 300, &coverage);
+  EXPECT_GT(coverage.orphan_dropped, 0);
+  EXPECT_GT(coverage.orphan_at_give_back, 0);
+  EXPECT_GT(coverage.abandoned, 0);
+  EXPECT_GT(coverage.expired, 0);
+  EXPECT_GT(coverage.stale, 0);
+  std::printf(
+      "coverage: %d orphan batches dropped, %d give-backs with an orphan batch running, "
+      "%d batches abandoned, %d expiries, %d stale give-backs\n",
+      coverage.orphan_dropped, coverage.orphan_at_give_back, coverage.abandoned, coverage.expired,
+      coverage.stale);
 }
 
 }  // namespace

@@ -89,11 +89,18 @@ TEST(ModelSlotsTest, ResetKeepsTheHeldSlotUntilItsGenerationEnds) {
   EXPECT_EQ(slots.active_version(), 3u);
 }
 
-struct Rng {
-  uint64_t state;
-  uint64_t Next() { return SplitMix64(state++); }
+// A SplitMix64 stream per seed; each seed starts at a scrambled point, so
+// the streams of neighbouring seeds do not overlap.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(SplitMix64(seed ^ 0x5eed5eed5eed5eedULL)) {}
+  uint64_t Next() { return SplitMix64(state_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, n) (n small: the modulo bias is negligible).
   uint64_t Below(uint64_t n) { return Next() % n; }
   bool Chance(int percent) { return static_cast<int>(Below(100)) < percent; }
+
+ private:
+  uint64_t state_;
 };
 
 constexpr int64_t kGarbage = -1;  // A model being written.
@@ -101,7 +108,7 @@ constexpr int64_t kNone = -2;     // No model built in the slot.
 
 void RunSequence(uint64_t seed, int steps) {
   SCOPED_TRACE(absl::StrCat("RLVR_TEST_SEED=", seed));
-  Rng rng{seed};
+  Rng rng(seed);
   ModelSlots slots;
   // The simulated models: which version each slot's weights are.
   std::array<int64_t, ModelSlots::kSlots> memory;
