@@ -1,0 +1,191 @@
+#include "actor/lease_book.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvr::actor {
+
+LeaseBook::LeaseBook(LeaseBookOptions options) : options_(std::move(options)) {
+  CHECK_GE(options_.capacity, 1);
+}
+
+uint64_t LeaseBook::OpenSession() {
+  CHECK(!open_) << "LeaseBook::OpenSession with a session open";
+  open_ = true;
+  return ++session_;
+}
+
+std::vector<uint64_t> LeaseBook::CloseSession() {
+  std::vector<uint64_t> dropped;
+  if (!open_) return dropped;
+  open_ = false;
+  dropped.reserve(queued_.size());
+  for (const Queued& q : queued_) dropped.push_back(q.lease.lease_id());
+  counters_.dropped += dropped.size();
+  queued_.clear();
+  // The batch in generation (if any) is now of a dead session: FinishBatch
+  // drops it. Acks of this session can no longer arrive.
+  state_.clear();
+  return dropped;
+}
+
+LeaseBook::Admission LeaseBook::Grant(uint64_t session, rlvr::v1::WorkLease lease, absl::Time now) {
+  ++counters_.received;
+  const uint64_t id = lease.lease_id();
+  if (!open_ || session != session_) {
+    ++counters_.dropped;
+    return {Admission::kIgnored, "lease of a closed session"};
+  }
+  if (state_.count(id) != 0) {
+    ++counters_.ignored;
+    return {Admission::kIgnored, "lease id already held"};
+  }
+  auto give_back = [&](std::string reason) {
+    ++counters_.given_back;
+    return Admission{Admission::kGiveBack, std::move(reason)};
+  };
+  if (!granting_) return give_back("shutting down");
+  if (options_.validate) {
+    absl::Status valid = options_.validate(lease);
+    if (!valid.ok()) return give_back(absl::StrCat("invalid lease: ", valid.message()));
+  }
+  if (held() >= options_.capacity) return give_back("over capacity");
+  state_.emplace(id, State::kQueued);
+  queued_.push_back(Queued{std::move(lease), now});
+  NoteHeld();
+  return {Admission::kQueued, ""};
+}
+
+LeaseBook::Fate LeaseBook::FateOf(const Queued& q, uint64_t version, absl::Time now) const {
+  const rlvr::v1::WorkLease& lease = q.lease;
+  if (lease.deadline_unix_ms() > 0 && absl::ToUnixMillis(now) > lease.deadline_unix_ms()) {
+    return Fate::kExpired;
+  }
+  if (version == 0 || lease.min_policy_version() > version) {
+    // The learner only asks for versions it has published, so the weights
+    // are on their way: wait, but not forever (a weight watch that keeps
+    // failing must not pin the learner's credit).
+    return now - q.received > options_.stale_lease_wait ? Fate::kStale : Fate::kWait;
+  }
+  return Fate::kReady;
+}
+
+bool LeaseBook::Actionable(uint64_t version, absl::Time now) const {
+  return std::any_of(queued_.begin(), queued_.end(),
+                     [&](const Queued& q) { return FateOf(q, version, now) != Fate::kWait; });
+}
+
+LeaseBook::Take LeaseBook::TakeBatch(uint64_t version, absl::Time now) {
+  CHECK(!generating_) << "LeaseBook::TakeBatch with a batch in generation";
+  Take take;
+  GiveBack stale{{}, "weights for min_policy_version did not arrive"};
+  GiveBack expired{{}, "lease deadline passed"};
+  std::deque<Queued> keep;
+  for (Queued& q : queued_) {
+    const uint64_t id = q.lease.lease_id();
+    switch (FateOf(q, version, now)) {
+      case Fate::kReady:
+        if (static_cast<int>(take.batch.size()) < options_.capacity) {
+          state_[id] = State::kGenerating;
+          batch_ids_.push_back(id);
+          take.batch.push_back(std::move(q.lease));
+        } else {
+          keep.push_back(std::move(q));
+        }
+        break;
+      case Fate::kWait:
+        keep.push_back(std::move(q));
+        break;
+      case Fate::kStale:
+        state_.erase(id);
+        stale.lease_ids.push_back(id);
+        break;
+      case Fate::kExpired:
+        state_.erase(id);
+        expired.lease_ids.push_back(id);
+        break;
+    }
+  }
+  queued_ = std::move(keep);
+  for (GiveBack* g : {&stale, &expired}) {
+    if (g->lease_ids.empty()) continue;
+    counters_.given_back += g->lease_ids.size();
+    take.give_back.push_back(std::move(*g));
+  }
+  if (!take.batch.empty()) {
+    generating_ = true;
+    batch_session_ = session_;
+    batch_abandoned_ = false;
+  }
+  return take;
+}
+
+LeaseBook::Finish LeaseBook::FinishBatch(bool ok) {
+  CHECK(generating_) << "LeaseBook::FinishBatch without a batch in generation";
+  generating_ = false;
+  Finish finish;
+  std::vector<uint64_t> ids = std::move(batch_ids_);
+  batch_ids_.clear();
+  if (batch_abandoned_) {
+    finish.kind = Finish::kAbandoned;
+  } else if (!open_ || batch_session_ != session_) {
+    finish.kind = Finish::kDropped;
+    counters_.dropped += ids.size();
+  } else if (ok) {
+    finish.kind = Finish::kSubmit;
+    for (uint64_t id : ids) state_[id] = State::kAwaitingAck;
+    counters_.submitted += ids.size();
+  } else {
+    finish.kind = Finish::kGiveBack;
+    for (uint64_t id : ids) state_.erase(id);
+    counters_.given_back += ids.size();
+    finish.give_back = GiveBack{std::move(ids), "generation error"};
+  }
+  return finish;
+}
+
+bool LeaseBook::Ack(uint64_t lease_id) {
+  auto it = state_.find(lease_id);
+  if (it == state_.end() || it->second != State::kAwaitingAck) {
+    ++counters_.unknown_acks;
+    return false;
+  }
+  state_.erase(it);
+  ++counters_.acked;
+  return true;
+}
+
+GiveBack LeaseBook::GiveBackUnfinished(bool abandon_batch) {
+  GiveBack out{{}, "sigterm"};
+  if (!open_) return out;
+  if (abandon_batch && generating_ && batch_session_ == session_ && !batch_abandoned_) {
+    batch_abandoned_ = true;
+    out.lease_ids = batch_ids_;
+  }
+  for (const Queued& q : queued_) out.lease_ids.push_back(q.lease.lease_id());
+  queued_.clear();
+  for (uint64_t id : out.lease_ids) state_.erase(id);
+  counters_.given_back += out.lease_ids.size();
+  return out;
+}
+
+int LeaseBook::held() const {
+  int held = static_cast<int>(queued_.size());
+  if (generating_ && open_ && batch_session_ == session_ && !batch_abandoned_) {
+    held += static_cast<int>(batch_ids_.size());
+  }
+  return held;
+}
+
+int LeaseBook::awaiting_ack() const {
+  return static_cast<int>(std::count_if(
+      state_.begin(), state_.end(), [](const auto& e) { return e.second == State::kAwaitingAck; }));
+}
+
+void LeaseBook::NoteHeld() { counters_.max_held = std::max(counters_.max_held, held()); }
+
+}  // namespace rlvr::actor
