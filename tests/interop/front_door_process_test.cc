@@ -3,6 +3,9 @@
 //  - a gzip decompression bomb (256 MiB of zeros, ~256 KB compressed) is
 //    refused without being inflated: the server's peak memory (VmHWM) grows
 //    by less than the message limit (learner.max_message_bytes, 16 MiB);
+//  - a hung actor (a synthetic grpc-js actor process, tests/interop/actor.js,
+//    SIGSTOPped, later SIGCONTed) next to a working one in synchronous mode:
+//    updates go on at >= 50% of the rate of the working one alone;
 //  - a client on another gRPC implementation (Node's @grpc/grpc-js, default
 //    options plus keepalive) drives a session, watches a weight version
 //    larger than its 4 MiB receive limit and checks health, then holds both
@@ -11,6 +14,7 @@
 //    npm packages are absent. RLVR_INTEROP_IDLE_S / RLVR_INTEROP_WEIGHT_MB /
 //    RLVR_INTEROP_KEEPALIVE_MS size it (scripts/interop runs 300 s idle,
 //    120 MB, keepalive 10 s).
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -168,25 +172,129 @@ TEST_F(FrontDoorProcessTest, GzipBombIsRefusedBeforeInflation) {
   EXPECT_NE(log.find("refusals{reason=cancelled_before_hello} 1"), std::string::npos) << log;
 }
 
-TEST_F(FrontDoorProcessTest, GrpcJsClientDrivesSessionWeightsAndHealthWithKeepalive) {
-  const std::string node = FindInPath("node");
-  if (node.empty()) {
-    GTEST_SKIP() << "node not found in PATH: install Node.js (>= 18) and run `npm ci` in "
-                    "tests/interop to run the @grpc/grpc-js interop test";
+// node and the interop packages (installed by `npm ci` when missing), or a
+// reason to skip.
+std::string NodeOrWhyNot(const fs::path& interop, const fs::path& log, std::string* node) {
+  *node = FindInPath("node");
+  if (node->empty()) {
+    return "node not found in PATH: install Node.js (>= 18) and run `npm ci` in tests/interop "
+           "to run the @grpc/grpc-js interop tests";
   }
-  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
-  const fs::path interop = src / "tests" / "interop";
   if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
     const std::string npm = FindInPath("npm");
     if (!npm.empty()) {
       Process install({npm, "ci", "--prefix", interop.string(), "--no-audit", "--no-fund"},
-                      (dir_ / "npm.log").string());
+                      log.string());
       install.Wait(300);
     }
     if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
-      GTEST_SKIP() << "@grpc/grpc-js not installed and `npm ci` in " << interop
-                   << " did not install it (no npm or no registry)";
+      return "@grpc/grpc-js not installed and `npm ci` in " + interop.string() +
+             " did not install it (no npm or no registry)";
     }
+  }
+  return "";
+}
+
+// Updates whose "update V T_MS" line (the server's --log_updates) has T in
+// [from_ms, to_ms).
+int UpdatesBetween(const std::string& log, int64_t from_ms, int64_t to_ms) {
+  static const std::regex re("update ([0-9]+) ([0-9]+)");
+  int n = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    const int64_t t = std::stoll((*it)[2].str());
+    n += t >= from_ms && t < to_ms ? 1 : 0;
+  }
+  return n;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A hung actor (a synthetic grpc-js actor process, SIGSTOPped: connected,
+// silent) next to a working one, synchronous mode: the hung one's leases
+// expire once, it is suspended, and the working one gets the re-queued
+// prompts and every later window, so updates go on at >= 50% of the rate
+// of the working actor alone (both measured here, back to back). After
+// SIGCONT the hung actor answers (late) and gets work again. The trainer is
+// simulated (--update_ms per update): what is measured is the front door.
+TEST_F(FrontDoorProcessTest, HungActorSlowsSynchronousUpdatesBoundedly) {
+  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
+  const fs::path interop = src / "tests" / "interop";
+  std::string node;
+  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const int port = StartServer({"--max_policy_lag", "0", "--groups_per_update", "8",
+                                "--lease_timeout_s", "2", "--update_ms", "20", "--log_updates"});
+  ASSERT_GT(port, 0);
+  auto actor = [&](const std::string& id) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{node, (interop / "actor.js").string(), "--target",
+                                 "127.0.0.1:" + std::to_string(port), "--proto_dir",
+                                 (src / "proto").string(), "--capacity", "4", "--gen_ms", "20",
+                                 "--id", id},
+        (dir_ / (id + ".log")).string());
+  };
+  const double window_s = std::stod(EnvOr("RLVR_HUNG_WINDOW_S", "10"));
+  auto wait_updates = [&](int n, double timeout_s) {
+    const int64_t from = NowMs();
+    while (UpdatesBetween(server_->Log(), from, NowMs() + 1) < n) {
+      if (NowMs() - from > timeout_s * 1000) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  auto measure = [&] {
+    const int64_t from = NowMs();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+    const int64_t to = NowMs();
+    return UpdatesBetween(server_->Log(), from, to) * 1000.0 / static_cast<double>(to - from);
+  };
+
+  // 1. The working actor alone.
+  auto working = actor("working");
+  ASSERT_TRUE(wait_updates(3, 30)) << working->Log() << server_->Log();
+  const double alone = measure();
+  // 2. A second actor joins and works, then hangs.
+  auto hung = actor("hung");
+  for (int i = 0; i < 300 && hung->Log().find("answered 0") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(wait_updates(5, 30));
+  ASSERT_EQ(hung->Wait(0), -1) << hung->Log();
+  hung->Signal(SIGSTOP);
+  const double with_hung = measure();
+  // 3. It wakes up: training goes on with both.
+  hung->Signal(SIGCONT);
+  EXPECT_TRUE(wait_updates(5, 30)) << "updates stopped after SIGCONT";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(hung->Wait(0), -1) << "the hung actor's session ended:\n" << hung->Log();
+  EXPECT_EQ(working->Wait(0), -1) << working->Log();
+  const std::string log = server_->Log();
+  const bool suspended = log.find("no new lease until it answers") != std::string::npos;
+  const bool resumed = log.find("answered again; leases resume") != std::string::npos;
+  std::printf(
+      "HUNG ACTOR SUMMARY window_s=%.0f updates_per_s: working_alone=%.2f "
+      "working_plus_stopped=%.2f ratio=%.2f | hung_session_suspended=%d resumed_after_sigcont=%d\n",
+      window_s, alone, with_hung, alone > 0 ? with_hung / alone : 0.0, suspended, resumed);
+  std::fflush(stdout);
+  ASSERT_GT(alone, 0);
+  EXPECT_GE(with_hung, 0.5 * alone) << "a stopped actor stalls synchronous training";
+  EXPECT_TRUE(suspended) << "the stopped actor held no lease when it expired";
+  hung->Signal(SIGKILL);
+  working->Signal(SIGKILL);
+}
+
+TEST_F(FrontDoorProcessTest, GrpcJsClientDrivesSessionWeightsAndHealthWithKeepalive) {
+  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
+  const fs::path interop = src / "tests" / "interop";
+  std::string node;
+  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+    GTEST_SKIP() << why;
   }
   const double weight_mb = std::stod(EnvOr("RLVR_INTEROP_WEIGHT_MB", "24"));
   const std::string idle_s = EnvOr("RLVR_INTEROP_IDLE_S", "20");

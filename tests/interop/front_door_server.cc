@@ -10,9 +10,12 @@
 //   rlvr_front_door_server --port_file F [--weight_bytes N] [--hello_timeout_s S]
 //                          [--lease_timeout_s S] [--auth_token T]
 //                          [--min_client_ping_interval_ms MS] [--accept_compressed]
+//                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
+//                          [--log_updates]
 // Runs until SIGTERM/SIGINT.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +52,10 @@ int main(int argc, char** argv) {
   // Measurement aids: the server as it was before issue 19 in one respect.
   int min_client_ping_interval_ms = rlvr::GrpcServerOptions().min_client_ping_interval_ms;
   bool accept_compressed = false;
+  int max_policy_lag = 1;
+  int groups_per_update = 4;
+  int update_ms = 0;
+  bool log_updates = false;
   rlvr::FlagSet flags("front_door_server", "The learner's gRPC front door without a model.");
   flags.String("port_file", &port_file, "Write the bound port here.");
   flags.Int64("weight_bytes", &weight_bytes, "Size of the published weight version.");
@@ -57,6 +64,10 @@ int main(int argc, char** argv) {
   flags.String("auth_token", &auth_token, "Bearer token required; empty = none.");
   flags.Int("min_client_ping_interval_ms", &min_client_ping_interval_ms,
             "Keepalive enforcement (measurement aid: 300000 is gRPC's default policy).");
+  flags.Int("max_policy_lag", &max_policy_lag, "0 = synchronous mode.");
+  flags.Int("groups_per_update", &groups_per_update, "Groups per update.");
+  flags.Int("update_ms", &update_ms, "Simulated training time per update, ms.");
+  flags.Bool("log_updates", &log_updates, "Print 'update V T_MS' per update.");
   flags.Bool("accept_compressed", &accept_compressed,
              "Enable gzip/deflate (measurement aid: the server before issue 19).");
   if (auto s = flags.Parse(argc - 1, argv + 1); !s.ok() || flags.help_requested()) {
@@ -72,9 +83,9 @@ int main(int argc, char** argv) {
   rlvr::learner::IngestOptions o;
   o.group_size = 2;
   o.sampling.max_new_tokens = 4;
-  o.max_policy_lag = 1;
-  o.buffer_groups = 16;
-  o.groups_per_update = 4;
+  o.max_policy_lag = max_policy_lag;
+  o.buffer_groups = std::max(16, 2 * groups_per_update);
+  o.groups_per_update = groups_per_update;
   o.lease_timeout_s = lease_timeout_s;
   o.max_message_bytes = lc.max_message_bytes;
   o.max_sessions = lc.max_sessions;
@@ -127,8 +138,18 @@ int main(int argc, char** argv) {
     while (!g_stop) {
       auto taken = ingest.WaitForUpdate([] { return g_stop.load(); });
       if (!taken.ok()) return;
+      if (update_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(update_ms));
       ingest.CompleteUpdate(*taken);
-      ingest.Publish(++version);  // Same blob: only the version number moves.
+      // Same blob: only the version number moves (the learner's order).
+      sessions.AnnounceWeights(++version, blob->size());
+      ingest.Publish(version);
+      if (log_updates) {
+        std::printf("update %llu %lld\n", static_cast<unsigned long long>(version),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()));
+        std::fflush(stdout);
+      }
     }
   });
   if (!port_file.empty()) {
