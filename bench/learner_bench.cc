@@ -581,17 +581,18 @@ int main(int argc, char** argv) {
   // 2. Weight fan-out.
   if (only == "ingest") return g_failures.load() == 0 ? 0 : 1;
   const size_t blob_bytes = blob_mb << 20;
-  std::printf("\n[fan-out] %d versions of %zu MiB, 4 MiB chunks; best of %d\n", kFanoutVersions,
-              blob_mb, reps);
-  std::printf("  (first: into the buffer each watcher reserved and faulted in at start, as the\n"
-              "   actor does, that time shown apart; second: the first version into the\n"
-              "   watcher's recycled buffer; steady: median of versions 3-%d; raw TCP: every\n"
-              "   connection sends the %zu MiB blob in 4 MiB pieces, received into one reused\n"
-              "   buffer)\n",
-              kFanoutVersions, blob_mb);
+  std::printf("\n[fan-out] %d versions of %zu MiB, %zu KiB chunks; best of %d\n", kFanoutVersions,
+              blob_mb, WeightPublisher::kMaxChunkBytes >> 10, reps);
+  std::printf(
+      "  (first: into the buffer each watcher reserved and faulted in at start, as the\n"
+      "   actor does, that time shown apart; second: the first version into the\n"
+      "   watcher's recycled buffer; steady: median of versions 3-%d; raw TCP: every\n"
+      "   connection sends the %zu MiB blob in %zu KiB pieces, received into one reused\n"
+      "   buffer)\n",
+      kFanoutVersions, blob_mb, WeightPublisher::kMaxChunkBytes >> 10);
   RunFanout(8 << 20, 1);  // Warm-up.
   // The raw baseline sends a version's bytes: one 100 MiB blob, read by
-  // every connection, in 4 MiB pieces (as the publisher's chunks).
+  // every connection, in pieces of the publisher's chunk size.
   std::string raw_blob(blob_bytes, '\0');
   for (size_t i = 0; i < blob_bytes; i += 64) raw_blob[i] = static_cast<char>(i * 13);
   const std::vector<int> counts =

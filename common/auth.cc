@@ -46,7 +46,7 @@ grpc::Status TokenChecker::Check(const grpc::ServerContextBase& context) const {
   std::string expected = std::string(kPrefix) + token_;
   if (!ConstantTimeEquals(value, expected)) {
     if (wrong_) wrong_->Increment();
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "wrong bearer token");
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong bearer token");
   }
   return grpc::Status::OK;
 }

@@ -26,8 +26,10 @@ class TokenChecker {
   TokenChecker(std::string token, prometheus::Registry* registry, const std::string& service);
 
   // OK if the call carries "authorization: Bearer <token>" (or no token is
-  // configured); UNAUTHENTICATED without the header, PERMISSION_DENIED with a
-  // wrong one. Comparison takes the same time whatever the mismatch.
+  // configured); UNAUTHENTICATED without the header or with a wrong token
+  // (the caller is not authenticated; PERMISSION_DENIED would say that an
+  // authenticated caller lacks a right). Comparison takes the same time
+  // whatever the mismatch.
   grpc::Status Check(const grpc::ServerContextBase& context) const;
 
   bool enabled() const { return !token_.empty(); }

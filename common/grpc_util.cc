@@ -60,6 +60,20 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   builder.AddListeningPort(options.address, creds, &out.port);
   builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
   builder.SetMaxSendMessageSize(64 << 20);
+  if (options.keepalive_time_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.keepalive_time_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.keepalive_timeout_ms);
+    // The server's own pings are not limited by data flow.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             options.min_client_ping_interval_ms);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, options.max_ping_strikes);
+  if (!options.accept_compressed) {
+    builder.AddChannelArgument(GRPC_COMPRESSION_CHANNEL_ENABLED_ALGORITHMS_BITSET,
+                               1 << GRPC_COMPRESS_NONE);
+  }
   for (grpc::Service* s : services) builder.RegisterService(s);
   out.server = builder.BuildAndStart();
   if (out.server == nullptr || out.port == 0) {

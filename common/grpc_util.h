@@ -28,6 +28,24 @@ struct GrpcServerOptions {
   std::string tls_key_file;
   // Non-empty: require client certificates signed by this CA (mutual TLS).
   std::string tls_client_ca_file;
+
+  // Connection liveness (docs/reliability.md, "Integrating your own actor").
+  // The server pings a connection silent for keepalive_time_ms and closes it
+  // when the ping is not acknowledged within keepalive_timeout_ms (a stopped
+  // or vanished peer). <= 0 disables the server's own pings.
+  int keepalive_time_ms = 30000;
+  int keepalive_timeout_ms = 10000;
+  // Enforcement of the client's pings: pings without calls are permitted,
+  // and a client may ping every min_client_ping_interval_ms while no data
+  // flows (10 s keepalive, the usual setting of Node, Go and Java clients,
+  // is accepted); a client pinging faster gets max_ping_strikes strikes, then
+  // GOAWAY too_many_pings.
+  int min_client_ping_interval_ms = 5000;
+  int max_ping_strikes = 2;
+  // rlvr never compresses. False: only the identity encoding is enabled, so
+  // a compressed message is refused before it is inflated (no decompression
+  // bomb can allocate beyond the transport's receive limit).
+  bool accept_compressed = false;
 };
 
 // A started server with the health service and reflection registered.

@@ -111,6 +111,16 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int64("learner.buffer_bytes", &l.buffer_bytes, 1024, 1LL << 40,
            "Bytes of accepted groups awaiting training.");
   s->Int64("learner.seed", &l.seed, 0, kSeedMax, "Learner seed.");
+  s->Double("learner.hello_timeout_s", &l.hello_timeout_s, 0.01, 3600.0,
+            "Time a session stream has to send Hello, s.");
+  s->Int("learner.max_session_capacity", &l.max_session_capacity, 1, 1 << 20,
+         "Largest Hello.capacity granted (clamped).");
+  s->Int("learner.lease_expiries_to_close", &l.lease_expiries_to_close, 0, 1 << 20,
+         "Consecutive expired leases that close a session; 0 = never.");
+  s->Double("learner.keepalive_time_s", &l.keepalive_time_s, 0.0, 86400.0,
+            "Server keepalive ping interval, s; 0 = off.");
+  s->Double("learner.keepalive_timeout_s", &l.keepalive_timeout_s, 0.1, 3600.0,
+            "Keepalive ping acknowledgement timeout, s.");
 
   LossConfig& lo = c->loss;
   s->Enum("loss.estimator", &lo.estimator, {"dfpo", "grpo", "dr_grpo", "dapo", "gspo"},

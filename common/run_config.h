@@ -127,6 +127,20 @@ struct LearnerConfig {
   // it is rejected UNAVAILABLE (its lease re-queued).
   int64_t buffer_bytes = 512LL << 20;
   int64_t seed = 1;              // Lease order, sampling seeds, batcher shuffles.
+  // The front door (docs/reliability.md, "Integrating your own actor").
+  // A stream must send Hello within this time, else it is closed
+  // DEADLINE_EXCEEDED; streams waiting for Hello count against max_sessions.
+  double hello_timeout_s = 10.0;
+  // Hello.capacity is clamped to this (advertised in Welcome.max_capacity).
+  int max_session_capacity = 1024;
+  // A session whose leases expire without an answer gets no new leases
+  // until it sends a group; after this many consecutive expired leases it
+  // is closed (UNAVAILABLE). 0 = never closed for expiries.
+  int lease_expiries_to_close = 8;
+  // Server keepalive: a connection silent this long is pinged and closed if
+  // the ping is not acknowledged within keepalive_timeout_s. 0 = no pings.
+  double keepalive_time_s = 30.0;
+  double keepalive_timeout_s = 10.0;
 };
 
 // The estimator (ALGORITHMS.md).

@@ -54,6 +54,10 @@ Ingest::~Ingest() { Stop(); }
 
 void Ingest::SetWakeCallback(std::function<void()> wake) { wake_ = std::move(wake); }
 
+void Ingest::SetEvictCallback(std::function<void(uint64_t, const std::string&)> evict) {
+  evict_ = std::move(evict);
+}
+
 void Ingest::Start() {
   absl::MutexLock l(&thread_mu_);
   if (expiry_thread_.joinable()) return;
@@ -108,7 +112,8 @@ absl::StatusOr<uint64_t> Ingest::OpenSession(int capacity) {
   }
   uint64_t id = next_session_id_++;
   Session session;
-  session.capacity = capacity;
+  session.capacity = std::min(capacity, std::max(1, options_.max_capacity));
+  session.last_progress = absl::Now();
   sessions_[id] = session;
   UpdateGaugesLocked();
   return id;
@@ -126,15 +131,58 @@ void Ingest::CloseSession(uint64_t session) {
     for (uint64_t id : ids) LoseLeaseLocked(id, Closed::kLost);
     lost = !ids.empty();
     UpdateGaugesLocked();
+    UpdateSuspendedGaugeLocked();
     LOG(INFO) << "session " << session << " closed; " << ids.size() << " leases re-queued";
   }
   if (lost) Wake();
+}
+
+std::vector<uint64_t> Ingest::SessionsByProgress() {
+  std::vector<std::pair<absl::Time, uint64_t>> order;
+  {
+    absl::MutexLock l(&mu_);
+    order.reserve(sessions_.size());
+    for (const auto& [id, s] : sessions_) {
+      if (!s.suspended) order.emplace_back(s.last_progress, id);
+    }
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<uint64_t> out;
+  out.reserve(order.size());
+  for (const auto& [t, id] : order) out.push_back(id);
+  return out;
+}
+
+bool Ingest::Suspended(uint64_t session) {
+  absl::MutexLock l(&mu_);
+  auto it = sessions_.find(session);
+  return it != sessions_.end() && it->second.suspended;
+}
+
+void Ingest::AnsweredLocked(uint64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  Session& s = it->second;
+  s.expired_streak = 0;
+  if (!s.suspended) return;
+  s.suspended = false;
+  UpdateSuspendedGaugeLocked();
+  LOG(INFO) << "session " << session << " answered again; leases resume";
+}
+
+void Ingest::UpdateSuspendedGaugeLocked() {
+  int n = 0;
+  for (const auto& [id, s] : sessions_) n += s.suspended ? 1 : 0;
+  metrics_->sessions_suspended->Set(n);
 }
 
 void Ingest::Return(uint64_t session, const std::vector<uint64_t>& lease_ids) {
   bool lost = false;
   {
     absl::MutexLock l(&mu_);
+    AnsweredLocked(session);
     for (uint64_t id : lease_ids) {
       auto it = leases_.find(id);
       if (it == leases_.end() || it->second.session != session) continue;
@@ -153,6 +201,7 @@ std::vector<rlvr::v1::WorkLease> Ingest::Grant(uint64_t session) {
   auto sit = sessions_.find(session);
   if (sit == sessions_.end()) return out;
   Session& s = sit->second;
+  if (s.suspended) return out;  // Hung: no new work until it answers.
   const absl::Time now = absl::Now();
   while (s.outstanding < s.capacity) {
     CursorSlot slot;
@@ -272,6 +321,7 @@ void Ingest::SubmitAll(uint64_t session, std::vector<ReceivedGroup>* groups, siz
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
+    AnsweredLocked(session);
     acks->Reserve(acks->size() + static_cast<int>(count));
     for (size_t i = 0; i < count; ++i) {
       ReceivedGroup& group = (*groups)[i];
@@ -368,7 +418,10 @@ rlvr::v1::Ack Ingest::SubmitLocked(uint64_t session, ReceivedGroup* received, bo
         held_bytes_ += group_bytes;
         leases_.erase(id);
         auto sit = sessions_.find(session);
-        if (sit != sessions_.end()) --sit->second.outstanding;
+        if (sit != sessions_.end()) {
+          --sit->second.outstanding;
+          sit->second.last_progress = absl::Now();
+        }
         RecordClosedLocked(id, Closed::kAccepted);
         TrainingGroup tg;
         tg.slot = lease.slot;
@@ -448,6 +501,7 @@ void Ingest::LoseLeaseLocked(uint64_t lease_id, Closed why) {
 
 void Ingest::ExpireLeases(absl::Time now) {
   bool lost = false;
+  std::vector<std::pair<uint64_t, std::string>> evicted;
   {
     absl::MutexLock l(&mu_);
     std::vector<uint64_t> ids;
@@ -455,11 +509,43 @@ void Ingest::ExpireLeases(absl::Time now) {
       if (lease.deadline < now) ids.push_back(id);
     }
     for (uint64_t id : ids) {
-      LOG(INFO) << "lease " << id << " expired; prompt re-queued";
+      auto lit = leases_.find(id);
+      if (lit == leases_.end()) continue;  // Its session was closed just now.
+      const uint64_t session = lit->second.session;
       LoseLeaseLocked(id, Closed::kExpired);
+      auto sit = sessions_.find(session);
+      if (sit == sessions_.end()) continue;
+      Session& s = sit->second;
+      ++s.expired_streak;
+      LOG(INFO) << "lease " << id << " of session " << session
+                << " expired; prompt re-queued; the session gets no new lease until it answers ("
+                << s.expired_streak << " expired in a row)";
+      s.suspended = true;
+      const int limit = options_.lease_expiries_to_close;
+      if (limit > 0 && s.expired_streak >= limit) {
+        evicted.emplace_back(session, absl::StrCat(s.expired_streak,
+                                                   " consecutive leases expired without an "
+                                                   "answer (learner.lease_expiries_to_close = ",
+                                                   limit, "); reconnect when ready"));
+        // Closed here so that it holds no leases and no session slot from now on.
+        for (auto it = leases_.begin(); it != leases_.end();) {
+          const uint64_t other = it->first;
+          const bool mine = it->second.session == session;
+          ++it;
+          if (mine) LoseLeaseLocked(other, Closed::kLost);
+        }
+        sessions_.erase(sit);
+        LOG(WARNING) << "session " << session << " closed: " << evicted.back().second;
+      }
     }
     lost = !ids.empty();
-    if (lost) UpdateGaugesLocked();
+    if (lost) {
+      UpdateGaugesLocked();
+      UpdateSuspendedGaugeLocked();
+    }
+  }
+  if (evict_) {
+    for (const auto& [session, why] : evicted) evict_(session, why);
   }
   if (lost) Wake();
 }

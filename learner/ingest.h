@@ -18,6 +18,12 @@
 // version - lag are rejected at submission or dropped (and re-queued) when
 // the trainer takes them.
 //
+// Hung sessions: a session one of whose leases expires gets no new lease
+// until it sends a group (accepted or not) or returns leases; after
+// lease_expiries_to_close consecutive expiries it is closed (evict callback).
+// Freed credits go first to the sessions that accepted a group most recently
+// (SessionsByProgress).
+//
 // Thread safety: all methods are thread-safe. Methods never block except
 // WaitForUpdate. The wake callback is invoked without Ingest's lock held.
 #ifndef RLVR_LEARNER_INGEST_H_
@@ -74,6 +80,13 @@ struct IngestOptions {
   int vocab_size = 1;                 // Token ids must be below this.
   int eos_id = 0;                     // Stop token put in every lease.
   double expiry_poll_s = 0.05;        // How often the expiry thread looks.
+  // Hello.capacity is clamped to this (OpenSession).
+  int max_capacity = 1024;
+  // Hung sessions: a session one of whose leases expires is suspended (no
+  // new leases) until it sends a group or returns leases; after this many
+  // consecutive expired leases it is closed and the evict callback told.
+  // 0 = suspended, never closed.
+  int lease_expiries_to_close = 8;
 };
 
 // Everything GetStatus needs from the ingest side.
@@ -120,10 +133,21 @@ class Ingest {
   // Called (without locks held) whenever credits may have become available,
   // so that sessions ask Grant() again. Set before Start().
   void SetWakeCallback(std::function<void()> wake);
+  // Called (without locks held, from the expiry thread) when a session is
+  // closed for lease_expiries_to_close consecutive expired leases, with a
+  // sentence saying why; the session's stream should end. Set before Start().
+  void SetEvictCallback(std::function<void(uint64_t session, const std::string& why)> evict);
 
   // --- Sessions (called from gRPC reactors; never block) ---
   // RESOURCE_EXHAUSTED beyond max_sessions, INVALID_ARGUMENT for capacity < 1.
+  // A capacity above max_capacity is clamped to it.
   absl::StatusOr<uint64_t> OpenSession(int capacity);
+  // Open sessions that may be granted leases (not suspended), those that
+  // made progress (accepted a group) most recently first: the order in
+  // which freed credits should be offered.
+  std::vector<uint64_t> SessionsByProgress();
+  // Whether `session` is suspended for expired leases (false if unknown).
+  bool Suspended(uint64_t session);
   // Re-queues the session's outstanding leases. Idempotent.
   void CloseSession(uint64_t session);
   // As many new leases as the credits allow for this session.
@@ -181,6 +205,7 @@ class Ingest {
 
   IngestSnapshot Snapshot();
   const IngestOptions& options() const { return options_; }
+  LearnerMetrics* metrics() const { return metrics_; }
 
  private:
   enum class Closed { kAccepted, kExpired, kLost };
@@ -196,6 +221,9 @@ class Ingest {
     int outstanding = 0;
     double rate_tokens = -1.0;        // Token bucket; < 0 until first use.
     absl::Time rate_time;             // Last refill.
+    int expired_streak = 0;           // Leases expired since the last answer.
+    bool suspended = false;           // No grants until the next answer.
+    absl::Time last_progress;         // Last accepted group (or the open).
   };
   struct WindowEntry {
     CursorSlot slot;
@@ -226,11 +254,15 @@ class Ingest {
   bool SyncMode() const { return options_.max_policy_lag == 0; }
   void Wake();
   void ExpiryLoop();
+  // The session sent something: it is not hung (clears a suspension).
+  void AnsweredLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateSuspendedGaugeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const IngestOptions options_;
   const std::vector<LeasePrompt> prompts_;
   LearnerMetrics* const metrics_;
   std::function<void()> wake_;
+  std::function<void(uint64_t, const std::string&)> evict_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;  // Signalled when groups are accepted or on Stop.

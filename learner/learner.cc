@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/auth.h"
@@ -133,6 +134,8 @@ absl::Status RankZero::Setup() {
   io.max_sessions = cfg_.learner.max_sessions;
   io.max_groups_per_s = cfg_.learner.max_groups_per_s;
   io.buffer_bytes = cfg_.learner.buffer_bytes;
+  io.max_capacity = cfg_.learner.max_session_capacity;
+  io.lease_expiries_to_close = cfg_.learner.lease_expiries_to_close;
   io.seed = static_cast<uint64_t>(cfg_.learner.seed);
   io.task_name = task_->name();
   io.vocab_size = tokenizer_->vocab_size();
@@ -171,17 +174,13 @@ absl::Status RankZero::Setup() {
   auth_ = std::make_unique<TokenChecker>(o_.auth_token, registry_.get(), "learner");
   const TokenChecker* auth = auth_->enabled() ? auth_.get() : nullptr;
   publisher_ = std::make_unique<WeightPublisher>(&metrics_, WeightPublisher::kMaxChunkBytes, auth);
-  sessions_ = std::make_unique<SessionServiceImpl>(ingest_.get(), auth);
+  SessionServiceOptions session_options;
+  session_options.hello_timeout_s = cfg_.learner.hello_timeout_s;
+  sessions_ = std::make_unique<SessionServiceImpl>(ingest_.get(), auth, session_options);
   status_service_ = std::make_unique<StatusServiceImpl>([this] { return Status(); }, auth);
 
-  GrpcServerOptions so;
+  GrpcServerOptions so = FrontDoorServerOptions(cfg_.learner);
   so.address = o_.address;
-  // A little above the accepted size, so that an oversize group is answered
-  // with an OVERSIZE Ack instead of the transport cutting the stream.
-  const int64_t max_msg = cfg_.learner.max_message_bytes;
-  so.max_receive_bytes =
-      static_cast<int>(std::min<int64_t>(max_msg + std::max<int64_t>(1 << 20, max_msg / 8),
-                                         std::numeric_limits<int>::max()));
   so.tls_cert_file = o_.tls_cert;
   so.tls_key_file = o_.tls_key;
   so.tls_client_ca_file = o_.tls_client_ca;
@@ -276,7 +275,33 @@ absl::StatusOr<double> RankZero::EvaluateHeldout() {
 
 void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
                             uint64_t version_before, double heldout) {
-  const UpdateDiagnostics& d = r.diagnostics;
+  // Published clamped (ClampDiagnostic): never +Inf in Prometheus or null
+  // in metrics.jsonl; the clamped names are counted and listed.
+  UpdateDiagnostics d = r.diagnostics;
+  std::vector<std::string> clamped;
+  for (auto [name, value] : {std::pair<const char*, double*>{"reward", &d.reward_mean},
+                             {"accuracy", &d.accuracy},
+                             {"entropy", &d.entropy},
+                             {"clip_fraction", &d.clip_fraction},
+                             {"ratio_mean", &d.ratio_mean},
+                             {"ratio_max", &d.ratio_max},
+                             {"grad_norm", &d.grad_norm},
+                             {"kl", &d.kl_behaviour_recomputed},
+                             {"cancellation_residual", &d.cancellation_residual},
+                             {"orthogonality_residual", &d.orthogonality_residual},
+                             {"zero_variance_fraction", &d.zero_variance_fraction},
+                             {"loss", &d.loss},
+                             {"lr", &d.lr}}) {
+    bool was_clamped = false;
+    *value = ClampDiagnostic(*value, &was_clamped);
+    if (!was_clamped) continue;
+    clamped.push_back(name);
+    metrics_.diagnostics_clamped_family->Add({{"name", name}}).Increment();
+  }
+  if (!clamped.empty()) {
+    LOG(WARNING) << "step " << r.step << ": diagnostics published clamped to +-" << kDiagnosticLimit
+                 << ": " << absl::StrJoin(clamped, ", ");
+  }
   const uint64_t version = r.version + 1;  // See PublishedVersion().
   double staleness = 0.0;
   for (const TrainingGroup& g : groups) {
@@ -339,6 +364,7 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
     j["step_seconds"] = r.step_seconds;
     j["staleness"] = staleness;
     if (heldout >= 0) j["heldout_accuracy"] = heldout;
+    if (!clamped.empty()) j["diagnostics_clamped"] = clamped;
     j["time"] = now;
     metrics_jsonl_ << j.dump() << "\n";
     metrics_jsonl_.flush();

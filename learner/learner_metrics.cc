@@ -1,5 +1,6 @@
 #include "learner/learner_metrics.h"
 
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -93,6 +94,41 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
   checkpoint_seconds =
       H(r, "rlvr_learner_checkpoint_seconds", "Checkpoint write time.", SecondsBuckets());
   world_size = G(r, "rlvr_learner_world_size", "Data-parallel world size.");
+  call_refusals_family = &prometheus::BuildCounter()
+                              .Name("rlvr_learner_call_refusals_total")
+                              .Help(
+                                  "Session and weight calls refused or ended by the learner "
+                                  "outside group validation, by reason.")
+                              .Register(r);
+  for (const char* reason : kCallRefusalReasons) CallRefused(reason);
+  sessions_suspended = G(r, "rlvr_learner_sessions_suspended",
+                         "Sessions given no leases until they answer (expired leases).");
+  sessions_awaiting_hello =
+      G(r, "rlvr_learner_sessions_awaiting_hello", "Session streams open, Hello not yet received.");
+  reject_logs_suppressed = C(r, "rlvr_learner_reject_logs_suppressed_total",
+                             "Rejected-group log lines left out by the log rate limit.");
+  diagnostics_clamped_family = &prometheus::BuildCounter()
+                                    .Name("rlvr_learner_diagnostics_clamped_total")
+                                    .Help(
+                                        "Update diagnostics published clamped (not finite or "
+                                        "beyond 1e30), by name.")
+                                    .Register(r);
+}
+
+prometheus::Counter& LearnerMetrics::CallRefused(const std::string& reason) {
+  return call_refusals_family->Add({{"reason", reason}});
+}
+
+double ClampDiagnostic(double value, bool* clamped) {
+  if (std::isnan(value)) {
+    *clamped = true;
+    return kDiagnosticLimit;
+  }
+  if (value > kDiagnosticLimit || value < -kDiagnosticLimit) {
+    *clamped = true;
+    return value > 0 ? kDiagnosticLimit : -kDiagnosticLimit;
+  }
+  return value;
 }
 
 prometheus::Counter& LearnerMetrics::Rejected(rlvr::v1::RejectReason reason) {

@@ -62,7 +62,52 @@ struct LearnerMetrics {
   prometheus::Gauge* last_step_timestamp_seconds;
   prometheus::Histogram* checkpoint_seconds;
   prometheus::Gauge* world_size;
+
+  // The front door (docs/reliability.md). Calls refused or ended by the
+  // learner before or outside group validation, by reason (every reason of
+  // kCallRefusalReasons is registered at construction, so dashboards see
+  // zeros): rlvr_learner_call_refusals_total{reason}.
+  prometheus::Counter& CallRefused(const std::string& reason);
+  prometheus::Family<prometheus::Counter>* call_refusals_family;
+  // Sessions suspended for expired leases (no new leases until they answer).
+  prometheus::Gauge* sessions_suspended;
+  // Session streams open and not yet past Hello.
+  prometheus::Gauge* sessions_awaiting_hello;
+  // Rejected-group log lines suppressed by the per-session rate limit (the
+  // rejections themselves are all in groups_rejected_total).
+  prometheus::Counter* reject_logs_suppressed;
+  // Update diagnostics that were not finite or beyond kDiagnosticLimit and
+  // were published clamped: rlvr_learner_diagnostics_clamped_total{name}.
+  prometheus::Family<prometheus::Counter>* diagnostics_clamped_family;
 };
+
+// Reasons of rlvr_learner_call_refusals_total, one per way a call ends
+// refused (docs/reliability.md, "Integrating your own actor").
+inline constexpr const char* kCallRefusalReasons[] = {
+    "unauthenticated",       // Missing or wrong bearer token.
+    "session_limit",         // max_sessions streams open or awaiting Hello.
+    "hello_timeout",         // No Hello within learner.hello_timeout_s.
+    "message_before_hello",  // A first message that is not Hello.
+    "bad_hello",             // Hello.capacity < 1.
+    "malformed",             // Bytes that are no ActorMessage.
+    "too_many_groups",       // A RolloutBatch above the session's capacity.
+    // Cancelled before Hello by the client, a broken connection or gRPC core
+    // refusing the first message: a compressed one (rlvr never compresses;
+    // only identity is enabled) or one above the receive limit.
+    "cancelled_before_hello",
+    "lease_expiries",  // Closed after lease_expiries_to_close expiries.
+    "shutting_down",   // The learner is stopping.
+};
+
+// Diagnostics are published (Prometheus, metrics.jsonl, GetStatus) within
+// +-kDiagnosticLimit: an extreme but valid input (a behaviour log-prob of
+// -1e30) can make the KL and the ratio +Inf, which Prometheus shows as +Inf
+// and JSON cannot hold (null).
+inline constexpr double kDiagnosticLimit = 1e30;
+
+// `value` if finite and within +-kDiagnosticLimit; else clamped to the
+// limit (NaN to +limit) with *clamped set to true.
+double ClampDiagnostic(double value, bool* clamped);
 
 // "unknown_lease" for REJECT_REASON_UNKNOWN_LEASE, etc.
 std::string RejectReasonLabel(rlvr::v1::RejectReason reason);

@@ -1,6 +1,9 @@
 #include "learner/session_service.h"
 
+#include <algorithm>
+#include <cmath>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,15 +25,34 @@ namespace rlvr::learner {
 // without holding it.
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  SessionReactor(SessionServiceImpl* service, Ingest* ingest, std::string peer,
-                 grpc::Status auth)
-      : service_(service), ingest_(ingest), peer_(std::move(peer)) {
-    if (!auth.ok()) {
+  SessionReactor(SessionServiceImpl* service, Ingest* ingest, grpc::CallbackServerContext* context)
+      : service_(service), ingest_(ingest), context_(context), peer_(context->peer()) {}
+
+  // Starts reading, or ends the call at once with `refusal`.
+  void Start(grpc::Status refusal) {
+    if (!refusal.ok()) {
       absl::MutexLock l(&mu_);
-      RequestFinishLocked(std::move(auth));
+      RequestFinishLocked(std::move(refusal));
       return;
     }
     ReadNext();
+  }
+
+  // Called under the service's mutex: ends the call if Hello has not been
+  // accepted yet; whether it did.
+  bool HelloTimeout(double timeout_s) {
+    absl::MutexLock l(&mu_);
+    if (session_ != 0 || finishing_) return false;
+    RequestFinishLocked(
+        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                     absl::StrCat("no Hello within ", timeout_s, " s (learner.hello_timeout_s)")));
+    return true;
+  }
+  // Called under the service's mutex: the ingest closed the session.
+  void Evicted(const std::string& why) {
+    absl::MutexLock l(&mu_);
+    LOG(WARNING) << "session " << session_ << " (" << peer_ << "): ending the call: " << why;
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
   }
 
   // Called under the service's mutex.
@@ -53,6 +75,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       // The actor closed its side or the call is cancelled.
       CloseIngestSession();
       absl::MutexLock l(&mu_);
+      if (session_ == 0 && !finishing_ && context_->IsCancelled()) {
+        // Cancelled before Hello, not by us: the client gave up, the
+        // connection broke, or gRPC core refused the first message (a
+        // compressed one: only identity is enabled; or one above the
+        // receive limit), which the handler cannot tell apart.
+        service_->Refused("cancelled_before_hello");
+      }
       RequestFinishLocked(grpc::Status::OK);
       return;
     }
@@ -77,6 +106,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
           FailBeforeHello();
           return;
         }
+        service_->Refused("too_many_groups");
         LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): a RolloutBatch of more "
                      << "than " << capacity_ << " groups; ending the call";
         EndCall(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -146,6 +176,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     rlvr::v1::ActorMessage* in =
         google::protobuf::Arena::CreateMessage<rlvr::v1::ActorMessage>(&arena_);
     if (!in->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) {
+      service_->Refused("malformed");
       LOG(WARNING) << "session " << session_ << " from " << peer_ << ": " << wire.size()
                    << " bytes that are no ActorMessage; ending the call";
       return EndCall(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -180,13 +211,17 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       }
       default:
         if (session_ == 0) return FailBeforeHello();
-        LOG(WARNING) << "session " << session_ << ": empty ActorMessage ignored";
+        if (service_->LogAllowed()) {
+          LOG(WARNING) << "session " << session_ << ": empty ActorMessage ignored";
+        }
         return true;
     }
   }
 
+  // Rate limited across sessions (LogAllowed): a batch of a thousand
+  // invalid groups costs a few lines; the counters have every rejection.
   void LogRejects(const rlvr::v1::Ack& ack) {
-    if (ack.accepted()) return;
+    if (ack.accepted() || !service_->LogAllowed()) return;
     LOG(WARNING) << "session " << session_ << " (" << actor_id_ << "): lease " << ack.lease_id()
                  << " rejected " << rlvr::v1::RejectReason_Name(ack.reason()) << ": "
                  << ack.detail();
@@ -194,16 +229,23 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
   bool HandleHello(const rlvr::v1::Hello& hello) {
     if (session_ != 0) {
-      LOG(WARNING) << "session " << session_ << ": second Hello ignored";
+      if (service_->LogAllowed()) {
+        LOG(WARNING) << "session " << session_ << ": second Hello ignored";
+      }
       return true;
     }
     absl::StatusOr<uint64_t> id = ingest_->OpenSession(hello.capacity());
     if (!id.ok()) {
+      service_->Refused(absl::IsResourceExhausted(id.status()) ? "session_limit"
+                        : absl::IsInvalidArgument(id.status()) ? "bad_hello"
+                                                               : "shutting_down");
       LOG(WARNING) << "refusing session from " << peer_ << ": " << id.status();
       return EndCall(ToGrpcStatus(id.status()));
     }
     actor_id_ = hello.actor_id().substr(0, 128);
-    capacity_ = static_cast<size_t>(hello.capacity());  // >= 1: OpenSession checked it.
+    const int max_capacity = std::max(1, ingest_->options().max_capacity);
+    // >= 1: OpenSession checked it; clamped as OpenSession clamps it.
+    capacity_ = static_cast<size_t>(std::min(hello.capacity(), max_capacity));
     LOG(INFO) << "session " << *id << " opened: actor " << actor_id_ << " ("
               << hello.incarnation().substr(0, 64) << ") capacity " << hello.capacity()
               << " from " << peer_;
@@ -220,9 +262,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       w->set_vocab_size(o.vocab_size);
       w->set_max_message_bytes(o.max_message_bytes);
       w->set_batch_messages(true);
+      w->set_max_capacity(static_cast<uint32_t>(max_capacity));
+      w->set_capacity(static_cast<uint32_t>(capacity_));
       out_.push_back(std::move(m));
     }
-    service_->Register(this);  // Also queues the newest WeightsAvailable.
+    service_->Register(this, *id);  // Also queues the newest WeightsAvailable.
     absl::MutexLock l(&mu_);
     PumpLocked();
     return true;
@@ -249,6 +293,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   bool FailBeforeHello() {
+    service_->Refused("message_before_hello");
     return EndCall(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first ActorMessage must be Hello"));
   }
@@ -319,6 +364,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
   SessionServiceImpl* const service_;
   Ingest* const ingest_;
+  grpc::CallbackServerContext* const context_;
   const std::string peer_;
   // The read chain's state, only touched by it: the message being read,
   // its bytes when they came in several slices, and the groups decoded
@@ -351,28 +397,145 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
-SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth)
-    : ingest_(ingest), auth_(auth) {
-  ingest_->SetWakeCallback([this] { WakeAll(); });
+GrpcServerOptions FrontDoorServerOptions(const LearnerConfig& learner) {
+  GrpcServerOptions so;
+  // A little above the accepted size, so that an oversize group is answered
+  // with an OVERSIZE Ack instead of the transport cutting the stream.
+  const int64_t max_msg = learner.max_message_bytes;
+  so.max_receive_bytes = static_cast<int>(std::min<int64_t>(
+      max_msg + std::max<int64_t>(1 << 20, max_msg / 8), std::numeric_limits<int>::max()));
+  so.keepalive_time_ms =
+      learner.keepalive_time_s > 0
+          ? std::max(1, static_cast<int>(std::lround(learner.keepalive_time_s * 1000)))
+          : 0;
+  so.keepalive_timeout_ms =
+      std::max(1, static_cast<int>(std::lround(learner.keepalive_timeout_s * 1000)));
+  return so;
 }
 
-SessionServiceImpl::~SessionServiceImpl() { ingest_->SetWakeCallback(nullptr); }
+SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth,
+                                       SessionServiceOptions options)
+    : ingest_(ingest), auth_(auth), options_(options) {
+  ingest_->SetWakeCallback([this] { WakeAll(); });
+  ingest_->SetEvictCallback(
+      [this](uint64_t session, const std::string& why) { Evict(session, why); });
+  deadline_thread_ = std::thread([this] { HelloDeadlineLoop(); });
+}
+
+SessionServiceImpl::~SessionServiceImpl() {
+  {
+    absl::MutexLock l(&mu_);
+    stop_ = true;
+  }
+  deadline_thread_.join();
+  ingest_->SetWakeCallback(nullptr);
+  ingest_->SetEvictCallback(nullptr);
+}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl::Session(
     grpc::CallbackServerContext* context) {
-  return new SessionReactor(this, ingest_, context->peer(),
-                            auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK);
+  auto* r = new SessionReactor(this, ingest_, context);
+  grpc::Status refusal = auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK;
+  if (!refusal.ok()) Refused("unauthenticated");
+  r->Start(Admit(r, std::move(refusal)));
+  return r;
 }
 
-void SessionServiceImpl::Register(SessionReactor* r) {
+grpc::Status SessionServiceImpl::Admit(SessionReactor* r, grpc::Status refusal) {
   absl::MutexLock l(&mu_);
+  ++live_;
+  if (!refusal.ok()) return refusal;
+  const int max_sessions = ingest_->options().max_sessions;
+  const int open = static_cast<int>(ingest_->Snapshot().sessions);
+  if (stop_) {
+    Refused("shutting_down");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "learner is shutting down");
+  }
+  if (static_cast<int>(awaiting_.size()) + open >= max_sessions) {
+    Refused("session_limit");
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("learner serves at most ", max_sessions,
+                                     " sessions (open or awaiting Hello)"));
+  }
+  awaiting_[r] = absl::Now() + absl::Seconds(options_.hello_timeout_s);
+  ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
+  return grpc::Status::OK;
+}
+
+void SessionServiceImpl::Register(SessionReactor* r, uint64_t session) {
+  absl::MutexLock l(&mu_);
+  awaiting_.erase(r);
+  ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
   reactors_.insert(r);
+  by_session_[session] = r;
   if (latest_version_ > 0) r->EnqueueWeights(latest_version_, latest_bytes_);
 }
 
 void SessionServiceImpl::Unregister(SessionReactor* r) {
   absl::MutexLock l(&mu_);
+  --live_;
   reactors_.erase(r);
+  if (awaiting_.erase(r) > 0) {
+    ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
+  }
+  for (auto it = by_session_.begin(); it != by_session_.end(); ++it) {
+    if (it->second == r) {
+      by_session_.erase(it);
+      break;
+    }
+  }
+}
+
+void SessionServiceImpl::Evict(uint64_t session, const std::string& why) {
+  absl::MutexLock l(&mu_);
+  auto it = by_session_.find(session);
+  if (it == by_session_.end()) return;
+  Refused("lease_expiries");
+  it->second->Evicted(why);
+}
+
+void SessionServiceImpl::HelloDeadlineLoop() {
+  const absl::Duration poll = std::clamp(absl::Seconds(options_.hello_timeout_s / 4),
+                                         absl::Milliseconds(10), absl::Milliseconds(100));
+  absl::MutexLock l(&mu_);
+  while (!stop_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stop_), poll);
+    if (stop_) break;
+    const absl::Time now = absl::Now();
+    for (auto& [r, deadline] : awaiting_) {
+      if (deadline > now) continue;
+      deadline = absl::InfiniteFuture();  // Ended once; gone at OnDone.
+      if (r->HelloTimeout(options_.hello_timeout_s)) Refused("hello_timeout");
+    }
+  }
+}
+
+bool SessionServiceImpl::LogAllowed() {
+  absl::MutexLock l(&log_mu_);
+  const absl::Time now = absl::Now();
+  if (now - log_window_ >= absl::Seconds(1)) {
+    if (log_lines_ > options_.log_lines_per_s) {
+      LOG(WARNING) << (log_lines_ - options_.log_lines_per_s)
+                   << " rejected-group log lines left out in the last second (counted in "
+                      "rlvr_learner_groups_rejected_total and "
+                      "rlvr_learner_reject_logs_suppressed_total)";
+    }
+    log_window_ = now;
+    log_lines_ = 0;
+  }
+  if (++log_lines_ <= options_.log_lines_per_s) return true;
+  ingest_->metrics()->reject_logs_suppressed->Increment();
+  return false;
+}
+
+int SessionServiceImpl::awaiting_hello() {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(awaiting_.size());
+}
+
+int SessionServiceImpl::live_streams() {
+  absl::MutexLock l(&mu_);
+  return live_;
 }
 
 void SessionServiceImpl::AnnounceWeights(uint64_t version, uint64_t total_bytes) {
@@ -383,8 +546,14 @@ void SessionServiceImpl::AnnounceWeights(uint64_t version, uint64_t total_bytes)
 }
 
 void SessionServiceImpl::WakeAll() {
+  // Sessions that made progress most recently ask first; suspended ones are
+  // not asked (Grant gives them nothing).
+  const std::vector<uint64_t> order = ingest_->SessionsByProgress();
   absl::MutexLock l(&mu_);
-  for (SessionReactor* r : reactors_) r->Wake();
+  for (uint64_t session : order) {
+    auto it = by_session_.find(session);
+    if (it != by_session_.end()) it->second->Wake();
+  }
 }
 
 int SessionServiceImpl::open_sessions() {

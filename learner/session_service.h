@@ -12,6 +12,17 @@
 // parsed with protobuf. Bytes that are no ActorMessage end the call with
 // INVALID_ARGUMENT.
 //
+// The front door (docs/reliability.md, "Integrating your own actor"): a
+// stream counts against max_sessions from its start, and one that sends no
+// Hello within hello_timeout_s is ended DEADLINE_EXCEEDED; Hello.capacity is
+// clamped to the ingest's max_capacity (Welcome says so); a compressed call is
+// refused UNIMPLEMENTED by gRPC core before its message is inflated (only
+// identity is enabled, FrontDoorServerOptions), seen here as a stream
+// cancelled before Hello; a session the ingest closes for expired leases is ended UNAVAILABLE;
+// freed credits are offered to the sessions that made progress most recently first. Every such
+// refusal is counted in rlvr_learner_call_refusals_total{reason}, and rejected-group log lines are
+// rate limited (the counters keep the totals).
+//
 // Thread safety: all public methods are thread-safe. The service and the
 // Ingest it uses must outlive the grpc::Server they are registered in
 // (shut the server down first).
@@ -19,11 +30,17 @@
 #define RLVR_LEARNER_SESSION_SERVICE_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/grpc_util.h"
+#include "common/run_config.h"
 #include "learner/ingest.h"
 #include "rlvr/v1/session.grpc.pb.h"
 
@@ -31,13 +48,29 @@ namespace rlvr::learner {
 
 class SessionReactor;
 
+struct SessionServiceOptions {
+  // A stream must send Hello within this time (learner.hello_timeout_s).
+  double hello_timeout_s = 10.0;
+  // Rejected-group (and ignored-message) log lines per second, all sessions
+  // together; the rest are counted in reject_logs_suppressed.
+  int log_lines_per_s = 20;
+};
+
+// The learner's gRPC server options for `learner`: receive limit a little
+// above max_message_bytes (so an oversize group is answered OVERSIZE rather
+// than cut by the transport), keepalive from keepalive_time_s /
+// keepalive_timeout_s, and GrpcServerOptions' keepalive enforcement policy
+// and compression refusal. Address and TLS are left default.
+GrpcServerOptions FrontDoorServerOptions(const LearnerConfig& learner);
+
 class SessionServiceImpl final
     : public rlvr::v1::SessionService::WithRawCallbackMethod_Session<
           rlvr::v1::SessionService::Service> {
  public:
-  // `ingest` is not owned. Installs itself as the ingest's wake callback.
-  // `auth` (nullable, not owned) checks each call's bearer token.
-  explicit SessionServiceImpl(Ingest* ingest, const TokenChecker* auth = nullptr);
+  // `ingest` is not owned. Installs itself as the ingest's wake and evict
+  // callbacks. `auth` (nullable, not owned) checks each call's bearer token.
+  explicit SessionServiceImpl(Ingest* ingest, const TokenChecker* auth = nullptr,
+                              SessionServiceOptions options = {});
   ~SessionServiceImpl() override;
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
@@ -49,16 +82,40 @@ class SessionServiceImpl final
   void WakeAll();
   // Sessions whose Hello was accepted and that are still open.
   int open_sessions();
+  // Streams open that have not sent Hello (counted against max_sessions).
+  int awaiting_hello();
+  // Reactors alive (Hello or not; until the call is done and freed).
+  int live_streams();
 
  private:
   friend class SessionReactor;
-  void Register(SessionReactor* r);
+  // A new stream: registered as awaiting Hello, or the refusal to end it
+  // with (counted) when max_sessions streams are open or waiting.
+  grpc::Status Admit(SessionReactor* r, grpc::Status refusal);
+  // Hello accepted: `r` now serves ingest session `session`.
+  void Register(SessionReactor* r, uint64_t session);
   void Unregister(SessionReactor* r);
+  void Evict(uint64_t session, const std::string& why);
+  void HelloDeadlineLoop();
+  // Whether a rate-limited log line may be written now; counts it if not.
+  bool LogAllowed();
+  void Refused(const char* reason) { ingest_->metrics()->CallRefused(reason).Increment(); }
 
   Ingest* const ingest_;
   const TokenChecker* const auth_;
+  const SessionServiceOptions options_;
   absl::Mutex mu_;
   std::set<SessionReactor*> reactors_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, SessionReactor*> by_session_ ABSL_GUARDED_BY(mu_);
+  // Streams awaiting Hello -> their Hello deadline (InfiniteFuture once
+  // ended for missing it, until the call is done).
+  std::map<SessionReactor*, absl::Time> awaiting_ ABSL_GUARDED_BY(mu_);
+  int live_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread deadline_thread_;
+  absl::Mutex log_mu_;
+  absl::Time log_window_ ABSL_GUARDED_BY(log_mu_);
+  int log_lines_ ABSL_GUARDED_BY(log_mu_) = 0;
   uint64_t latest_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t latest_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -276,22 +276,28 @@ TEST_P(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingConti
 TEST_P(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
   Client a = Connect(3);
   WorkLease first = a.NextLease();
-  Client b = Connect(1);
-  // A third session is refused with RESOURCE_EXHAUSTED.
-  grpc::ClientContext ctx;
-  auto stream = stub_->Session(&ctx);
-  ActorMessage hello;
-  hello.mutable_hello()->set_capacity(1);
-  stream->Write(hello);
   LearnerMessage m;
-  EXPECT_FALSE(stream->Read(&m));
-  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  // A stream that does not start with Hello is refused.
+  // A stream that does not start with Hello is refused (and counted).
   grpc::ClientContext ctx2;
   auto bad = stub_->Session(&ctx2);
   bad->Write(Group(first, 1));
   EXPECT_FALSE(bad->Read(&m));
   EXPECT_EQ(bad->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(metrics_.CallRefused("message_before_hello").Value(), 1);
+  for (int i = 0; i < 500 && service_->live_streams() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  Client b = Connect(1);
+  // A third session is refused with RESOURCE_EXHAUSTED, before its Hello
+  // is read: streams count against max_sessions from their start.
+  grpc::ClientContext ctx;
+  auto stream = stub_->Session(&ctx);
+  ActorMessage hello;
+  hello.mutable_hello()->set_capacity(1);
+  stream->Write(hello);
+  EXPECT_FALSE(stream->Read(&m));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(metrics_.CallRefused("session_limit").Value(), 1);
 
   // Kill session a: its 3 leases come back.
   const double reissued = metrics_.leases_reissued->Value();

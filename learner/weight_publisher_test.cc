@@ -121,9 +121,22 @@ TEST_F(WeightPublisherTest, LazyCrcsAreComputedOnceAndAgreeAcrossThreads) {
   EXPECT_EQ(empty.BlobCrc32(), Crc32(std::string_view()));
 }
 
+// A full chunk's message fits the 4 MiB default receive limit of the common
+// gRPC clients (C++, Go, Java, Node) with room to spare.
+TEST_F(WeightPublisherTest, ChunkMessagesFitTheDefaultReceiveLimitWithRoomToSpare) {
+  auto v = std::make_shared<const PublishedVersion>(7, Blob(3 * WeightPublisher::kMaxChunkBytes, 3),
+                                                    WeightPublisher::kMaxChunkBytes);
+  for (size_t i = 0; i < v->num_chunks(); ++i) {
+    const size_t bytes = EncodeWeightChunk(v, i).Length();
+    EXPECT_LE(bytes, WeightPublisher::kMaxChunkBytes + 64);
+    EXPECT_LE(bytes, size_t{2} << 20) << "a chunk message needs more than half a 4 MiB limit";
+  }
+}
+
 TEST_F(WeightPublisherTest, ManyWatchersReceiveEveryVersionChunkedAndChecksummed) {
   Start(WeightPublisher::kMaxChunkBytes);
-  auto v1 = Blob(10 << 20, 1);  // 3 chunks: 4 + 4 + 2 MiB.
+  constexpr size_t kChunk = WeightPublisher::kMaxChunkBytes;
+  auto v1 = Blob(2 * kChunk + kChunk / 2, 1);  // 3 chunks: 1 + 1 + 0.5 chunk.
   publisher_->Publish(1, v1);
   constexpr int kWatchers = 8;
   std::vector<std::thread> threads;

@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -527,7 +528,16 @@ class Trainer::Impl {
   }
 
   void Publish(const UpdateResult& r) {
-    const UpdateDiagnostics& d = r.diagnostics;
+    // Gauges within +-1e30 (the learner's kDiagnosticLimit, learner_metrics.h,
+    // which also flags and counts the clamping): an extreme valid behaviour
+    // log-prob makes the KL and the ratio +Inf.
+    UpdateDiagnostics d = r.diagnostics;
+    for (double* v :
+         {&d.reward_mean, &d.accuracy, &d.entropy, &d.clip_fraction, &d.ratio_mean, &d.ratio_max,
+          &d.grad_norm, &d.kl_behaviour_recomputed, &d.cancellation_residual,
+          &d.orthogonality_residual, &d.zero_variance_fraction}) {
+      *v = std::isnan(*v) ? 1e30 : std::clamp(*v, -1e30, 1e30);
+    }
     TrainerMetrics& m = *metrics_;
     m.step->Set(static_cast<double>(r.step));
     m.version->Set(static_cast<double>(r.version));

@@ -1,0 +1,330 @@
+// The learner's front door as a separate process (rlvr_front_door_server,
+// the learner's server options and services without a model):
+//  - a gzip decompression bomb (256 MiB of zeros, ~256 KB compressed) is
+//    refused without being inflated: the server's peak memory (VmHWM) grows
+//    by less than the message limit (learner.max_message_bytes, 16 MiB);
+//  - a hung actor (a synthetic grpc-js actor process, tests/interop/actor.js,
+//    SIGSTOPped, later SIGCONTed) next to a working one in synchronous mode:
+//    updates go on at >= 50% of the rate of the working one alone;
+//  - a client on another gRPC implementation (Node's @grpc/grpc-js, default
+//    options plus keepalive) drives a session, watches a weight version
+//    larger than its 4 MiB receive limit and checks health, then holds both
+//    streams idle with keepalive pings and uses them again
+//    (tests/interop/client.js). Skipped with a message where node or the
+//    npm packages are absent. RLVR_INTEROP_IDLE_S / RLVR_INTEROP_WEIGHT_MB /
+//    RLVR_INTEROP_KEEPALIVE_MS size it (scripts/interop runs 300 s idle,
+//    120 MB, keepalive 10 s).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "rlvr/v1/session.grpc.pb.h"
+#include "tests/testing/test_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Process = rlvr::testing::TestProcess;
+
+long VmKb(int pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+// `name` found in PATH, or "".
+std::string FindInPath(const std::string& name) {
+  std::stringstream path(EnvOr("PATH", ""));
+  std::string dir;
+  while (std::getline(path, dir, ':')) {
+    const fs::path p = fs::path(dir) / name;
+    if (!dir.empty() && access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+class FrontDoorProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rlvr_front_door_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (server_ != nullptr) {
+      server_->Signal(SIGTERM);
+      server_->Wait(10);
+    }
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  // Starts the server; its port, or 0.
+  int StartServer(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {RLVR_FRONT_DOOR_SERVER, "--port_file",
+                                     (dir_ / "port").string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<Process>(argv, (dir_ / "server.log").string());
+    for (int i = 0; i < 1500; ++i) {
+      std::ifstream in(dir_ / "port");
+      int port = 0;
+      if (in >> port && port > 0) return port;
+      if (server_->Wait(0) >= 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "server did not come up:\n" << server_->Log();
+    return 0;
+  }
+  // Stops the server; its log (with the refusal counters it prints at exit).
+  std::string StopServer() {
+    server_->Signal(SIGTERM);
+    EXPECT_EQ(server_->Wait(20), 0);
+    std::string log = server_->Log();
+    server_.reset();
+    return log;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Process> server_;
+};
+
+// RLVR_BOMB_BASELINE=1 runs the server with gzip enabled (as before issue
+// 19) and only prints the figure: the check below then fails, as it should.
+TEST_F(FrontDoorProcessTest, GzipBombIsRefusedBeforeInflation) {
+  const bool baseline = EnvOr("RLVR_BOMB_BASELINE", "0") == "1";
+  const int port = StartServer(baseline ? std::vector<std::string>{"--accept_compressed"}
+                                        : std::vector<std::string>{});
+  ASSERT_GT(port, 0);
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  auto stub = rlvr::v1::SessionService::NewStub(channel);
+  {
+    // A normal session first, so that the baseline includes a served call.
+    grpc::ClientContext ctx;
+    auto stream = stub->Session(&ctx);
+    rlvr::v1::ActorMessage hello;
+    hello.mutable_hello()->set_capacity(1);
+    ASSERT_TRUE(stream->Write(hello));
+    rlvr::v1::LearnerMessage m;
+    ASSERT_TRUE(stream->Read(&m));
+    ASSERT_TRUE(m.has_welcome());
+    ctx.TryCancel();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const long before = VmKb(server_->pid(), "VmHWM");
+  constexpr size_t kBomb = 256u << 20;
+  grpc::Status status;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    auto stream = stub->Session(&ctx);
+    rlvr::v1::ActorMessage bomb;
+    bomb.mutable_hello()->set_capacity(1);
+    bomb.mutable_hello()->mutable_actor_id()->assign(kBomb, '\0');
+    stream->Write(bomb);
+    bomb.Clear();
+    rlvr::v1::LearnerMessage m;
+    EXPECT_FALSE(stream->Read(&m));
+    status = stream->Finish();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long after = VmKb(server_->pid(), "VmHWM");
+  const double delta_mib = static_cast<double>(after - before) / 1024.0;
+  std::printf("BOMB 256 MiB gzip%s: status %d (%s); server VmHWM %ld -> %ld kB (+%.1f MiB)\n",
+              baseline ? " (baseline: gzip enabled)" : "", static_cast<int>(status.error_code()),
+              status.error_message().c_str(), before, after,
+              delta_mib);
+  EXPECT_TRUE(status.error_code() == grpc::StatusCode::UNIMPLEMENTED ||
+              status.error_code() == grpc::StatusCode::INTERNAL)
+      << status.error_code() << " " << status.error_message();
+  EXPECT_LT(delta_mib, 16.0) << "the bomb was inflated";
+  // Still serving.
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->Session(&ctx);
+    rlvr::v1::ActorMessage hello;
+    hello.mutable_hello()->set_capacity(1);
+    ASSERT_TRUE(stream->Write(hello));
+    rlvr::v1::LearnerMessage m;
+    ASSERT_TRUE(stream->Read(&m));
+    EXPECT_TRUE(m.has_welcome());
+    ctx.TryCancel();
+  }
+  const std::string log = StopServer();
+  EXPECT_NE(log.find("refusals{reason=cancelled_before_hello} 1"), std::string::npos) << log;
+}
+
+// node and the interop packages (installed by `npm ci` when missing), or a
+// reason to skip.
+std::string NodeOrWhyNot(const fs::path& interop, const fs::path& log, std::string* node) {
+  *node = FindInPath("node");
+  if (node->empty()) {
+    return "node not found in PATH: install Node.js (>= 18) and run `npm ci` in tests/interop "
+           "to run the @grpc/grpc-js interop tests";
+  }
+  if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
+    const std::string npm = FindInPath("npm");
+    if (!npm.empty()) {
+      Process install({npm, "ci", "--prefix", interop.string(), "--no-audit", "--no-fund"},
+                      log.string());
+      install.Wait(300);
+    }
+    if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
+      return "@grpc/grpc-js not installed and `npm ci` in " + interop.string() +
+             " did not install it (no npm or no registry)";
+    }
+  }
+  return "";
+}
+
+// Updates whose "update V T_MS" line (the server's --log_updates) has T in
+// [from_ms, to_ms).
+int UpdatesBetween(const std::string& log, int64_t from_ms, int64_t to_ms) {
+  static const std::regex re("update ([0-9]+) ([0-9]+)");
+  int n = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    const int64_t t = std::stoll((*it)[2].str());
+    n += t >= from_ms && t < to_ms ? 1 : 0;
+  }
+  return n;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A hung actor (a synthetic grpc-js actor process, SIGSTOPped: connected,
+// silent) next to a working one, synchronous mode: the hung one's leases
+// expire once, it is suspended, and the working one gets the re-queued
+// prompts and every later window, so updates go on at >= 50% of the rate
+// of the working actor alone (both measured here, back to back). After
+// SIGCONT the hung actor answers (late) and gets work again. The trainer is
+// simulated (--update_ms per update): what is measured is the front door.
+TEST_F(FrontDoorProcessTest, HungActorSlowsSynchronousUpdatesBoundedly) {
+  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
+  const fs::path interop = src / "tests" / "interop";
+  std::string node;
+  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const int port = StartServer({"--max_policy_lag", "0", "--groups_per_update", "8",
+                                "--lease_timeout_s", "2", "--update_ms", "20", "--log_updates"});
+  ASSERT_GT(port, 0);
+  auto actor = [&](const std::string& id) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{node, (interop / "actor.js").string(), "--target",
+                                 "127.0.0.1:" + std::to_string(port), "--proto_dir",
+                                 (src / "proto").string(), "--capacity", "4", "--gen_ms", "20",
+                                 "--id", id},
+        (dir_ / (id + ".log")).string());
+  };
+  const double window_s = std::stod(EnvOr("RLVR_HUNG_WINDOW_S", "10"));
+  auto wait_updates = [&](int n, double timeout_s) {
+    const int64_t from = NowMs();
+    while (UpdatesBetween(server_->Log(), from, NowMs() + 1) < n) {
+      if (NowMs() - from > timeout_s * 1000) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  auto measure = [&] {
+    const int64_t from = NowMs();
+    std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+    const int64_t to = NowMs();
+    return UpdatesBetween(server_->Log(), from, to) * 1000.0 / static_cast<double>(to - from);
+  };
+
+  // 1. The working actor alone.
+  auto working = actor("working");
+  ASSERT_TRUE(wait_updates(3, 30)) << working->Log() << server_->Log();
+  const double alone = measure();
+  // 2. A second actor joins and works, then hangs.
+  auto hung = actor("hung");
+  for (int i = 0; i < 300 && hung->Log().find("answered 0") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(wait_updates(5, 30));
+  ASSERT_EQ(hung->Wait(0), -1) << hung->Log();
+  hung->Signal(SIGSTOP);
+  const double with_hung = measure();
+  // 3. It wakes up: training goes on with both.
+  hung->Signal(SIGCONT);
+  EXPECT_TRUE(wait_updates(5, 30)) << "updates stopped after SIGCONT";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(hung->Wait(0), -1) << "the hung actor's session ended:\n" << hung->Log();
+  EXPECT_EQ(working->Wait(0), -1) << working->Log();
+  const std::string log = server_->Log();
+  const bool suspended = log.find("no new lease until it answers") != std::string::npos;
+  const bool resumed = log.find("answered again; leases resume") != std::string::npos;
+  std::printf(
+      "HUNG ACTOR SUMMARY window_s=%.0f updates_per_s: working_alone=%.2f "
+      "working_plus_stopped=%.2f ratio=%.2f | hung_session_suspended=%d resumed_after_sigcont=%d\n",
+      window_s, alone, with_hung, alone > 0 ? with_hung / alone : 0.0, suspended, resumed);
+  std::fflush(stdout);
+  ASSERT_GT(alone, 0);
+  EXPECT_GE(with_hung, 0.5 * alone) << "a stopped actor stalls synchronous training";
+  EXPECT_TRUE(suspended) << "the stopped actor held no lease when it expired";
+  hung->Signal(SIGKILL);
+  working->Signal(SIGKILL);
+}
+
+TEST_F(FrontDoorProcessTest, GrpcJsClientDrivesSessionWeightsAndHealthWithKeepalive) {
+  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
+  const fs::path interop = src / "tests" / "interop";
+  std::string node;
+  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const double weight_mb = std::stod(EnvOr("RLVR_INTEROP_WEIGHT_MB", "24"));
+  const std::string idle_s = EnvOr("RLVR_INTEROP_IDLE_S", "20");
+  // 6 s in the suite: pings every 6 s over a 20 s idle are 3 pings without
+  // data, which the default gRPC policy (5 min, 2 strikes) answers with
+  // GOAWAY too_many_pings.
+  const std::string keepalive_ms = EnvOr("RLVR_INTEROP_KEEPALIVE_MS", "6000");
+  const auto weight_bytes = static_cast<int64_t>(weight_mb * 1e6);
+  const int port = StartServer({"--weight_bytes", std::to_string(weight_bytes)});
+  ASSERT_GT(port, 0);
+  Process client(
+      {node, (interop / "client.js").string(), "--target", "127.0.0.1:" + std::to_string(port),
+       "--proto_dir", (src / "proto").string(), "--idle_s", idle_s, "--keepalive_ms", keepalive_ms,
+       "--min_weight_bytes", std::to_string(weight_bytes)},
+      (dir_ / "client.log").string());
+  const int code = client.Wait(std::stod(idle_s) + 240);
+  const std::string out = client.Log();
+  std::printf("GRPC-JS %s", out.c_str());
+  ASSERT_EQ(code, 0) << out << "\nserver:\n" << server_->Log();
+  nlohmann::json result;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(\{"ok":true.*\})")));
+  result = nlohmann::json::parse(m[0].str());
+  EXPECT_TRUE(result["checks"]["first_group_accepted"].get<bool>());
+  EXPECT_TRUE(result["checks"]["after_idle_group_accepted"].get<bool>());
+  EXPECT_EQ(result["checks"]["weights"]["bytes"].get<int64_t>(), weight_bytes);
+  EXPECT_LE(result["checks"]["weights"]["max_chunk_bytes"].get<int64_t>(), 1 << 20);
+  EXPECT_EQ(result["checks"]["health_after"].get<std::string>(), "SERVING");
+  const std::string log = StopServer();
+  EXPECT_EQ(log.find("refusals{"), std::string::npos) << "the client was refused:\n" << log;
+}
+
+}  // namespace

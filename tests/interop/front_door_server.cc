@@ -1,0 +1,176 @@
+// rlvr_front_door_server: the learner's front door without a model, for
+// clients on other gRPC implementations and for hostile-input measurements
+// (tests/interop). It serves SessionService (a real Ingest: leases are
+// granted and groups validated as by the learner), WeightService (one
+// published version of --weight_bytes pseudo-random bytes), StatusService and
+// grpc.health.v1, with the learner's server options (FrontDoorServerOptions
+// of the default LearnerConfig: receive limit, keepalive and its enforcement
+// policy, compression refused). A trainer thread consumes full updates and
+// publishes a new version number, so leases keep coming.
+//   rlvr_front_door_server --port_file F [--weight_bytes N] [--hello_timeout_s S]
+//                          [--lease_timeout_s S] [--auth_token T]
+//                          [--min_client_ping_interval_ms MS] [--accept_compressed]
+//                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
+//                          [--log_updates]
+// Runs until SIGTERM/SIGINT.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include "common/auth.h"
+#include "common/flags.h"
+#include "common/grpc_util.h"
+#include "common/run_config.h"
+#include "common/splitmix.h"
+#include "learner/ingest.h"
+#include "learner/learner_metrics.h"
+#include "learner/session_service.h"
+#include "learner/status_service.h"
+#include "learner/weight_publisher.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string port_file;
+  int64_t weight_bytes = 1 << 20;
+  double hello_timeout_s = rlvr::LearnerConfig().hello_timeout_s;
+  double lease_timeout_s = 60.0;
+  std::string auth_token;
+  // Measurement aids: the server as it was before issue 19 in one respect.
+  int min_client_ping_interval_ms = rlvr::GrpcServerOptions().min_client_ping_interval_ms;
+  bool accept_compressed = false;
+  int max_policy_lag = 1;
+  int groups_per_update = 4;
+  int update_ms = 0;
+  bool log_updates = false;
+  rlvr::FlagSet flags("front_door_server", "The learner's gRPC front door without a model.");
+  flags.String("port_file", &port_file, "Write the bound port here.");
+  flags.Int64("weight_bytes", &weight_bytes, "Size of the published weight version.");
+  flags.Double("hello_timeout_s", &hello_timeout_s, "Hello deadline, s.");
+  flags.Double("lease_timeout_s", &lease_timeout_s, "Lease deadline, s.");
+  flags.String("auth_token", &auth_token, "Bearer token required; empty = none.");
+  flags.Int("min_client_ping_interval_ms", &min_client_ping_interval_ms,
+            "Keepalive enforcement (measurement aid: 300000 is gRPC's default policy).");
+  flags.Int("max_policy_lag", &max_policy_lag, "0 = synchronous mode.");
+  flags.Int("groups_per_update", &groups_per_update, "Groups per update.");
+  flags.Int("update_ms", &update_ms, "Simulated training time per update, ms.");
+  flags.Bool("log_updates", &log_updates, "Print 'update V T_MS' per update.");
+  flags.Bool("accept_compressed", &accept_compressed,
+             "Enable gzip/deflate (measurement aid: the server before issue 19).");
+  if (auto s = flags.Parse(argc - 1, argv + 1); !s.ok() || flags.help_requested()) {
+    std::fprintf(stderr, "%s%s\n", std::string(s.message()).c_str(), flags.Usage().c_str());
+    return s.ok() ? 0 : 2;
+  }
+  signal(SIGTERM, OnSignal);
+  signal(SIGINT, OnSignal);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  rlvr::learner::LearnerMetrics metrics(registry);
+  const rlvr::LearnerConfig lc;
+  rlvr::learner::IngestOptions o;
+  o.group_size = 2;
+  o.sampling.max_new_tokens = 4;
+  o.max_policy_lag = max_policy_lag;
+  o.buffer_groups = std::max(16, 2 * groups_per_update);
+  o.groups_per_update = groups_per_update;
+  o.lease_timeout_s = lease_timeout_s;
+  o.max_message_bytes = lc.max_message_bytes;
+  o.max_sessions = lc.max_sessions;
+  o.max_capacity = lc.max_session_capacity;
+  o.lease_expiries_to_close = lc.lease_expiries_to_close;
+  o.vocab_size = 16;
+  o.eos_id = 2;
+  std::vector<rlvr::learner::LeasePrompt> prompts;
+  for (int i = 0; i < 64; ++i) prompts.push_back({"p" + std::to_string(i), {1, 5, 6}, "3"});
+  rlvr::learner::Ingest ingest(o, prompts, &metrics);
+  rlvr::TokenChecker checker(auth_token, registry.get(), "learner");
+  const rlvr::TokenChecker* auth = checker.enabled() ? &checker : nullptr;
+  rlvr::learner::SessionServiceOptions so;
+  so.hello_timeout_s = hello_timeout_s;
+  rlvr::learner::SessionServiceImpl sessions(&ingest, auth, so);
+  rlvr::learner::WeightPublisher publisher(&metrics, rlvr::learner::WeightPublisher::kMaxChunkBytes,
+                                           auth);
+  rlvr::learner::StatusServiceImpl status(
+      [&] {
+        rlvr::v1::LearnerStatus s;
+        const rlvr::learner::IngestSnapshot in = ingest.Snapshot();
+        s.set_actors_connected(in.sessions);
+        s.set_groups_accepted(in.groups_accepted);
+        s.set_groups_rejected(in.groups_rejected);
+        s.set_policy_version(in.latest_version);
+        return s;
+      },
+      auth);
+  rlvr::GrpcServerOptions gso = rlvr::learner::FrontDoorServerOptions(lc);
+  gso.min_client_ping_interval_ms = min_client_ping_interval_ms;
+  gso.accept_compressed = accept_compressed;
+  auto started = rlvr::StartGrpcServer(gso, {&sessions, &publisher, &status});
+  if (!started.ok()) {
+    std::fprintf(stderr, "front_door_server: %s\n",
+                 std::string(started.status().message()).c_str());
+    return 1;
+  }
+  ingest.Start();
+
+  auto blob = std::make_shared<std::string>(static_cast<size_t>(weight_bytes), '\0');
+  for (size_t i = 0; i + 8 <= blob->size(); i += 8) {
+    const uint64_t v = rlvr::SplitMix64(i);
+    std::memcpy(blob->data() + i, &v, 8);
+  }
+  uint64_t version = 1;
+  publisher.Publish(version, blob);
+  sessions.AnnounceWeights(version, blob->size());
+  ingest.Publish(version);
+  std::thread trainer([&] {
+    while (!g_stop) {
+      auto taken = ingest.WaitForUpdate([] { return g_stop.load(); });
+      if (!taken.ok()) return;
+      if (update_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(update_ms));
+      ingest.CompleteUpdate(*taken);
+      // Same blob: only the version number moves (the learner's order).
+      sessions.AnnounceWeights(++version, blob->size());
+      ingest.Publish(version);
+      if (log_updates) {
+        std::printf("update %llu %lld\n", static_cast<unsigned long long>(version),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count()));
+        std::fflush(stdout);
+      }
+    }
+  });
+  if (!port_file.empty()) {
+    std::ofstream(port_file + ".tmp") << started->port << "\n";
+    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  }
+  std::printf("front_door_server listening on port %d (weights %lld bytes)\n", started->port,
+              static_cast<long long>(weight_bytes));
+  std::fflush(stdout);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  publisher.Shutdown();
+  ingest.Stop();
+  trainer.join();
+  started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  for (const auto& family : registry->Collect()) {
+    if (family.name != "rlvr_learner_call_refusals_total") continue;
+    for (const auto& m : family.metric) {
+      if (m.counter.value > 0) {
+        std::printf("refusals{reason=%s} %.0f\n", m.label[0].value.c_str(), m.counter.value);
+      }
+    }
+  }
+  return 0;
+}
