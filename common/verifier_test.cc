@@ -56,7 +56,7 @@ TEST(Gsm8kVerifierTest, Table) {
                {kGsm8kReference, "the final answer is: $72.", 1},
                {kGsm8kReference, "#### 72 clips, or 73 if you count", 1},
                {kGsm8kReference, "#### 70\nThe answer is 72", 0},  // #### wins over "answer is"
-               // The last #### counts.
+                                                                   // The last #### counts.
                {"#### 5", "#### 4\nWait, recount.\n#### 5", 1},
                {"#### 5", "#### 5\nWait, recount.\n#### 4", 0},
                // Number formats.
