@@ -954,7 +954,9 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
     return absl::InvalidArgumentError("actor: actor_id must be 1..128 bytes");
   }
   std::unique_ptr<Tokenizer> tokenizer = MakeCharTokenizer();
-  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(options.task));
+  TaskOptions task_options;
+  task_options.load_prompts = false;  // The actor only verifies.
+  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(options.task, *tokenizer, task_options));
   return std::unique_ptr<Actor>(
       new ActorImpl(options, std::move(registry), std::move(tokenizer), std::move(task)));
 }

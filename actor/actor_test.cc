@@ -77,7 +77,7 @@ class ActorTest : public ::testing::Test {
   void SetUp() override {
     torch::set_num_threads(1);
     tokenizer_ = MakeCharTokenizer();
-    auto task = MakeTask(SmallTask());
+    auto task = MakeTask(SmallTask(), *tokenizer_, TaskOptions{});
     ASSERT_TRUE(task.ok()) << task.status();
     task_ = std::move(*task);
     registry_ = std::make_shared<prometheus::Registry>();

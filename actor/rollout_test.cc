@@ -30,7 +30,7 @@ class RolloutTest : public ::testing::Test {
     TaskConfig tc;
     tc.train_size = 50;
     tc.heldout_size = 10;
-    auto task = MakeTask(tc);
+    auto task = MakeTask(tc, *tokenizer_, TaskOptions{});
     ASSERT_TRUE(task.ok()) << task.status();
     task_ = std::move(*task);
     auto model = policy::CreateTransformer(SmallModel(), tokenizer_->vocab_size(), 11);

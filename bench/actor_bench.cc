@@ -60,7 +60,7 @@ int Main(int argc, char** argv) {
   rlvr::ModelConfig model_config;  // The default run's model.
   rlvr::TaskConfig task_config;
   auto tokenizer = rlvr::MakeCharTokenizer();
-  auto task = rlvr::MakeTask(task_config);
+  auto task = rlvr::MakeTask(task_config, *tokenizer, rlvr::TaskOptions{});
   auto model = rlvr::policy::CreateTransformer(model_config, tokenizer->vocab_size(), 3);
   if (!task.ok() || !model.ok()) {
     std::fprintf(stderr, "setup failed\n");

@@ -55,6 +55,18 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int64("task.seed", &t.seed, 0, kSeedMax, "Dataset generation seed.");
   s->String("task.train_path", &t.train_path, "jsonl: training prompts file.");
   s->String("task.heldout_path", &t.heldout_path, "jsonl: held-out prompts file.");
+  s->String("task.prompt_format", &t.prompt_format,
+            "raw | chatml | llama3 | a template string containing {question}.");
+  s->String("task.system_prompt", &t.system_prompt, "System prompt of chat formats; \"\" = none.");
+  s->Enum("task.verifier", &t.verifier, {"final_answer", "gsm8k", "boxed", "exact"},
+          "How completions are scored (docs/tasks.md).");
+  s->Double("task.format_reward", &t.format_reward, 0.0, 0.999,
+            "Reward of a wrong but well-formed answer.");
+  s->String("task.question_field", &t.question_field, "jsonl: the question's field.");
+  s->String("task.answer_field", &t.answer_field, "jsonl: the reference answer's field.");
+  s->String("task.id_field", &t.id_field, "jsonl: the id's field; \"\" = file:line ids.");
+  s->Double("task.heldout_fraction", &t.heldout_fraction, 0.0, 0.999,
+            "jsonl without heldout_path: fraction of train_path held out (by task.seed).");
 
   PretrainConfig& p = c->pretrain;
   s->String("pretrain.checkpoint", &p.checkpoint, "Base policy weight file (written by pretrain).");
@@ -215,7 +227,10 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
                absl::StrCat("must be < task.train_size (", c.task.train_size,
                             ") when pretrain.stop_accuracy is set"));
   }
-  if (c.eval.prompts > c.task.heldout_size) {
+  if (c.task.kind == "jsonl" && !c.task.heldout_path.empty() && c.task.heldout_fraction > 0) {
+    return bad("task.heldout_fraction", "set together with task.heldout_path; use one of them");
+  }
+  if (c.task.kind != "jsonl" && c.eval.prompts > c.task.heldout_size) {
     return bad("eval.prompts", "must be <= task.heldout_size");
   }
   return absl::OkStatus();

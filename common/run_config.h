@@ -60,9 +60,19 @@ struct TaskConfig {
   int train_size = 4000;   // Distinct training prompts.
   int heldout_size = 400;  // Held-out prompts, disjoint from training ones.
   int64_t seed = 1234;     // Dataset generation seed.
-  // jsonl: files of {"id","prompt","answer"} lines.
+  // jsonl: files of one JSON object per line (docs/tasks.md).
   std::string train_path;
   std::string heldout_path;
+  // Prompt format and verifier (docs/tasks.md), for every kind.
+  std::string prompt_format = "raw";    // raw | chatml | llama3 | a template with {question}
+  std::string system_prompt;            // Chat formats / templates with {system}; "" = none.
+  std::string verifier = "final_answer";  // final_answer | gsm8k | boxed | exact
+  double format_reward = 0.0;           // Reward of a wrong but well-formed answer, [0, 1).
+  // jsonl: field names, and a held-out split cut from train_path.
+  std::string question_field = "question";
+  std::string answer_field = "answer";
+  std::string id_field;                 // "" = ids are "<file name>:<line>".
+  double heldout_fraction = 0.0;        // Without heldout_path: fraction held out, by seed.
 };
 
 // Supervised warm start (`rlvr pretrain`).

@@ -1,17 +1,22 @@
 #include "common/task.h"
 
-#include <cctype>
+#include <glog/logging.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/chain_task.h"
+#include "common/prompt_format.h"
+#include "common/splitmix.h"
 #include "common/status_macros.h"
 
 namespace rlvr {
@@ -19,89 +24,6 @@ namespace rlvr {
 Task::~Task() = default;
 
 namespace {
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-// Canonical text of a number "[+-]ddd[.ddd]" (commas and whitespace already
-// removed), or nullopt if `s` is not such a number.
-std::optional<std::string> CanonicalNumber(const std::string& s) {
-  size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  size_t int_begin = i;
-  while (i < s.size() && IsDigit(s[i])) ++i;
-  std::string int_part = s.substr(int_begin, i - int_begin);
-  std::string frac_part;
-  if (i < s.size() && s[i] == '.') {
-    size_t frac_begin = ++i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    frac_part = s.substr(frac_begin, i - frac_begin);
-  }
-  if (i != s.size() || (int_part.empty() && frac_part.empty())) return std::nullopt;
-  size_t nz = int_part.find_first_not_of('0');
-  int_part = nz == std::string::npos ? "0" : int_part.substr(nz);
-  size_t last = frac_part.find_last_not_of('0');
-  frac_part = last == std::string::npos ? "" : frac_part.substr(0, last + 1);
-  std::string out = int_part;
-  if (!frac_part.empty()) absl::StrAppend(&out, ".", frac_part);
-  if (negative && out != "0") out = "-" + out;
-  return out;
-}
-
-// The content of the last balanced \boxed{...}, if any.
-std::optional<std::string> LastBoxed(absl::string_view text) {
-  constexpr absl::string_view kBoxed = "\\boxed{";
-  std::optional<std::string> found;
-  size_t pos = 0;
-  while ((pos = text.find(kBoxed, pos)) != absl::string_view::npos) {
-    size_t begin = pos + kBoxed.size();
-    int depth = 1;
-    size_t i = begin;
-    for (; i < text.size(); ++i) {
-      if (text[i] == '{') ++depth;
-      if (text[i] == '}' && --depth == 0) break;
-    }
-    if (depth == 0) found = std::string(text.substr(begin, i - begin));
-    pos = begin;
-  }
-  return found;
-}
-
-// The last number in `text`: [sign]digits[,ddd]*[.digits]. A '+'/'-' counts
-// as a sign only at the start or after a character that cannot end an
-// operand (so "5-3" ends with "3", "x = -3" with "-3").
-std::optional<std::string> LastNumber(absl::string_view text) {
-  std::optional<std::string> found;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (!IsDigit(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t begin = i;
-    while (i < text.size() && IsDigit(text[i])) ++i;
-    // Comma groups: exactly three digits after each comma.
-    while (i + 3 < text.size() && text[i] == ',' && IsDigit(text[i + 1]) &&
-           IsDigit(text[i + 2]) && IsDigit(text[i + 3]) &&
-           (i + 4 >= text.size() || !IsDigit(text[i + 4]))) {
-      i += 4;
-    }
-    if (i + 1 < text.size() && text[i] == '.' && IsDigit(text[i + 1])) {
-      ++i;
-      while (i < text.size() && IsDigit(text[i])) ++i;
-    }
-    size_t start = begin;
-    if (begin > 0 && (text[begin - 1] == '-' || text[begin - 1] == '+')) {
-      char before = begin >= 2 ? text[begin - 2] : ' ';
-      bool operand_end = std::isalnum(static_cast<unsigned char>(before)) || before == ')' ||
-                         before == ']' || before == '}' || before == '.' || before == '_';
-      if (begin < 2 || !operand_end) start = begin - 1;
-    }
-    found = std::string(text.substr(start, i - start));
-  }
-  return found;
-}
 
 // Exact integer arithmetic with overflow detection.
 bool EvalExpression(const std::vector<int64_t>& operands, const std::string& ops, int64_t* out) {
@@ -139,6 +61,11 @@ class FixedTask final : public Task {
   Verdict Verify(absl::string_view answer, absl::string_view completion_text) const override {
     return VerifyFinalAnswer(answer, completion_text);
   }
+  // Moves the splits out (MakeTask formats them).
+  void Release(std::vector<Prompt>* train, std::vector<Prompt>* heldout) {
+    *train = std::move(train_);
+    *heldout = std::move(heldout_);
+  }
 
  private:
   std::string name_;
@@ -150,8 +77,8 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
   if (c.ops.empty()) return absl::InvalidArgumentError("task.ops: empty");
   for (char op : c.ops) {
     if (op != '+' && op != '-' && op != '*') {
-      return absl::InvalidArgumentError(absl::StrCat("task.ops: unsupported operator '",
-                                                     std::string(1, op), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.ops: unsupported operator '", std::string(1, op), "'"));
     }
   }
   if (c.min_digits < 1 || c.max_digits < c.min_digits || c.max_digits > 18) {
@@ -162,7 +89,9 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
     return absl::InvalidArgumentError("task: sizes must be >= 0");
   }
   // Operand ranges per digit count: 1 digit is 0..9, d digits 10^(d-1)..10^d-1.
-  auto low = [](int d) -> int64_t { return d == 1 ? 0 : static_cast<int64_t>(std::pow(10, d - 1)); };
+  auto low = [](int d) -> int64_t {
+    return d == 1 ? 0 : static_cast<int64_t>(std::pow(10, d - 1));
+  };
   auto high = [](int d) -> int64_t { return static_cast<int64_t>(std::pow(10, d)) - 1; };
   double operands = 0;
   for (int d = c.min_digits; d <= c.max_digits; ++d) operands += double(high(d) - low(d) + 1);
@@ -170,9 +99,11 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
       std::pow(operands, c.num_terms) * std::pow(double(c.ops.size()), c.num_terms - 1);
   const int64_t needed = int64_t{c.train_size} + c.heldout_size;
   if (space < double(needed)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "task: only ", space, " distinct expressions exist for these ops/digits/num_terms, but "
-        "train_size + heldout_size = ", needed));
+    return absl::InvalidArgumentError(
+        absl::StrCat("task: only ", space,
+                     " distinct expressions exist for these ops/digits/num_terms, but "
+                     "train_size + heldout_size = ",
+                     needed));
   }
   std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
   std::uniform_int_distribution<int> digits(c.min_digits, c.max_digits);
@@ -183,8 +114,8 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
   const int64_t max_attempts = 200 * needed + 1000000;
   for (int64_t attempt = 0; int64_t(all.size()) < needed; ++attempt) {
     if (attempt >= max_attempts) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "task: could not draw ", needed, " distinct expressions (space too small)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task: could not draw ", needed, " distinct expressions (space too small)"));
     }
     std::vector<int64_t> values(c.num_terms);
     std::string ops;
@@ -212,95 +143,221 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
       std::make_unique<FixedTask>("arithmetic", std::move(train), std::move(heldout)));
 }
 
-absl::StatusOr<std::vector<Prompt>> ReadJsonl(const std::string& path,
-                                              std::unordered_set<std::string>* ids) {
+// One JSONL file's prompts; ids go into `ids` (duplicates are errors).
+absl::Status ReadJsonl(const TaskConfig& c, const std::string& path,
+                       std::unordered_map<std::string, std::string>* ids,
+                       std::vector<Prompt>* out) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("task: cannot open ", path));
-  std::vector<Prompt> out;
+  const std::string file_name = std::filesystem::path(path).filename().string();
   std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    const std::string where = absl::StrCat(path, ":", line_no, ": ");
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    const std::string where = absl::StrCat(path, ":", line_no);
+    auto bad = [&where](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", why));
+    };
     if (line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      return absl::InvalidArgumentError(where + "not a JSON object");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      return bad(absl::StrCat("invalid JSON (", e.what(), ")"));
     }
+    if (!j.is_object()) return bad("not a JSON object");
     Prompt p;
-    for (const char* key : {"id", "prompt", "answer"}) {
-      auto it = j.find(key);
-      if (it == j.end()) return absl::InvalidArgumentError(where + "missing \"" + key + "\"");
-      std::string value;
-      if (it->is_string()) {
-        value = it->get<std::string>();
-      } else if (it->is_number()) {
-        value = it->dump();
+    auto question = j.find(c.question_field);
+    if (question == j.end()) return bad(absl::StrCat("missing \"", c.question_field, "\""));
+    if (!question->is_string())
+      return bad(absl::StrCat("\"", c.question_field, "\" must be a string"));
+    p.text = question->get<std::string>();
+    auto answer = j.find(c.answer_field);
+    if (answer == j.end()) return bad(absl::StrCat("missing \"", c.answer_field, "\""));
+    if (answer->is_string()) {
+      p.answer = answer->get<std::string>();
+    } else if (answer->is_number()) {
+      p.answer = answer->dump();
+    } else {
+      return bad(absl::StrCat("\"", c.answer_field, "\" must be a string or a number"));
+    }
+    if (c.id_field.empty()) {
+      p.id = absl::StrCat(file_name, ":", line_no);
+    } else {
+      auto id = j.find(c.id_field);
+      if (id == j.end()) return bad(absl::StrCat("missing \"", c.id_field, "\""));
+      if (id->is_string()) {
+        p.id = id->get<std::string>();
+      } else if (id->is_number_integer()) {
+        p.id = id->dump();
       } else {
-        return absl::InvalidArgumentError(where + "\"" + key + "\" must be a string or number");
+        return bad(absl::StrCat("\"", c.id_field, "\" must be a string or an integer"));
       }
-      if (std::string(key) == "id") p.id = value;
-      if (std::string(key) == "prompt") p.text = value;
-      if (std::string(key) == "answer") p.answer = value;
     }
-    if (!ids->insert(p.id).second) {
-      return absl::InvalidArgumentError(where + "duplicate id \"" + p.id + "\"");
-    }
-    out.push_back(std::move(p));
+    auto [it, inserted] = ids->emplace(p.id, where);
+    if (!inserted)
+      return bad(absl::StrCat("duplicate id \"", p.id, "\" (first at ", it->second, ")"));
+    out->push_back(std::move(p));
   }
-  return out;
+  if (in.bad()) return absl::DataLossError(absl::StrCat("task: error reading ", path));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Task>> MakeJsonl(const TaskConfig& c) {
-  if (c.train_path.empty()) return absl::InvalidArgumentError("task.train_path: required for jsonl");
-  std::unordered_set<std::string> ids;
-  ASSIGN_OR_RETURN(std::vector<Prompt> train, ReadJsonl(c.train_path, &ids));
+  if (c.train_path.empty())
+    return absl::InvalidArgumentError("task.train_path: required for jsonl");
+  if (!c.heldout_path.empty() && c.heldout_fraction > 0) {
+    return absl::InvalidArgumentError(
+        "task.heldout_fraction: set together with task.heldout_path; use one of them");
+  }
+  if (!(c.heldout_fraction >= 0 && c.heldout_fraction < 1)) {
+    return absl::InvalidArgumentError("task.heldout_fraction: must be in [0, 1)");
+  }
+  std::unordered_map<std::string, std::string> ids;  // id -> file:line
+  std::vector<Prompt> train;
+  RETURN_IF_ERROR(ReadJsonl(c, c.train_path, &ids, &train));
   std::vector<Prompt> heldout;
   if (!c.heldout_path.empty()) {
-    ASSIGN_OR_RETURN(heldout, ReadJsonl(c.heldout_path, &ids));
+    RETURN_IF_ERROR(ReadJsonl(c, c.heldout_path, &ids, &heldout));
+  } else if (c.heldout_fraction > 0) {
+    // The k prompts with the smallest hash of (seed, id) are held out: an
+    // exact count, independent of the order of lines, and mostly unchanged
+    // when lines are appended.
+    const size_t k = static_cast<size_t>(std::llround(c.heldout_fraction * double(train.size())));
+    std::vector<std::pair<uint64_t, size_t>> keys(train.size());
+    for (size_t i = 0; i < train.size(); ++i) {
+      keys[i] = {SplitMix64(static_cast<uint64_t>(c.seed) ^ Fingerprint64(train[i].id)), i};
+    }
+    std::nth_element(keys.begin(), keys.begin() + k, keys.end());
+    std::vector<bool> held(train.size(), false);
+    for (size_t i = 0; i < k; ++i) held[keys[i].second] = true;
+    std::vector<Prompt> kept;
+    kept.reserve(train.size() - k);
+    for (size_t i = 0; i < train.size(); ++i) {
+      (held[i] ? heldout : kept).push_back(std::move(train[i]));
+    }
+    train = std::move(kept);
   }
   return std::unique_ptr<Task>(
       std::make_unique<FixedTask>("jsonl", std::move(train), std::move(heldout)));
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config) {
+// The prompts of config.kind, before formatting. One line per kind.
+absl::StatusOr<std::unique_ptr<Task>> MakeTaskOfKind(const TaskConfig& config) {
   if (config.kind == "arithmetic") return MakeArithmetic(config);
   if (config.kind == "jsonl") return MakeJsonl(config);
   if (config.kind == "chain") return MakeChainTask(config);
   return absl::InvalidArgumentError(absl::StrCat("task.kind: unknown '", config.kind, "'"));
 }
 
-std::string NormalizeAnswer(absl::string_view text) {
-  std::string compact;
-  for (char c : text) {
-    if (!IsSpace(c)) compact.push_back(c);
+// What MakeTask returns: formatted, length-filtered prompts and the
+// configured verifier.
+class PreparedTask final : public Task {
+ public:
+  PreparedTask(std::string name, std::vector<Prompt> train, std::vector<Prompt> heldout,
+               std::unique_ptr<Verifier> verifier, std::vector<int> stop_ids, int64_t skipped)
+      : name_(std::move(name)),
+        train_(std::move(train)),
+        heldout_(std::move(heldout)),
+        verifier_(std::move(verifier)),
+        stop_ids_(std::move(stop_ids)),
+        skipped_(skipped) {}
+  std::string name() const override { return name_; }
+  const std::vector<Prompt>& train() const override { return train_; }
+  const std::vector<Prompt>& heldout() const override { return heldout_; }
+  Verdict Verify(absl::string_view answer, absl::string_view completion_text) const override {
+    return verifier_->Verify(answer, completion_text);
   }
-  std::string no_commas;
-  for (char c : compact) {
-    if (c != ',') no_commas.push_back(c);
+  const std::vector<int>& stop_ids() const override { return stop_ids_; }
+  int64_t skipped_too_long() const override { return skipped_; }
+
+ private:
+  std::string name_;
+  std::vector<Prompt> train_;
+  std::vector<Prompt> heldout_;
+  std::unique_ptr<Verifier> verifier_;
+  std::vector<int> stop_ids_;
+  int64_t skipped_;
+};
+
+// Renders every prompt with `format`, encodes it and drops those longer than
+// `max_tokens` (0 = no limit). Returns how many were dropped.
+absl::StatusOr<int64_t> FormatAndFilter(const PromptFormat& format, const Tokenizer& tokenizer,
+                                        int max_tokens, std::vector<Prompt>* prompts) {
+  int64_t skipped = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < prompts->size(); ++i) {
+    Prompt& p = (*prompts)[i];
+    p.text = format.Render(p.text);
+    absl::StatusOr<std::vector<int>> ids = EncodePrompt(tokenizer, p.text);
+    if (!ids.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task: prompt ", p.id, ": ", ids.status().message()));
+    }
+    if (max_tokens > 0 && ids->size() > static_cast<size_t>(max_tokens)) {
+      ++skipped;
+      continue;
+    }
+    if (kept != i) (*prompts)[kept] = std::move(p);
+    ++kept;
   }
-  if (auto number = CanonicalNumber(no_commas)) return *number;
-  return compact;
+  prompts->resize(kept);
+  return skipped;
 }
 
-std::optional<std::string> ExtractFinalAnswer(absl::string_view completion_text) {
-  if (auto boxed = LastBoxed(completion_text)) return boxed;
-  return LastNumber(completion_text);
+}  // namespace
+
+const std::vector<int>& Task::stop_ids() const {
+  static const std::vector<int>* const kNone = new std::vector<int>();
+  return *kNone;
 }
 
-Verdict VerifyFinalAnswer(absl::string_view answer, absl::string_view completion_text) {
-  std::optional<std::string> got = ExtractFinalAnswer(completion_text);
-  if (!got.has_value()) return Verdict{0.0, "no answer found"};
-  std::string got_norm = NormalizeAnswer(*got);
-  std::string want_norm = NormalizeAnswer(answer);
-  if (got_norm.empty()) return Verdict{0.0, "empty answer"};
-  if (got_norm == want_norm) return Verdict{1.0, "correct"};
-  return Verdict{0.0, absl::StrCat("wrong: got ", got_norm, ", want ", want_norm)};
+int MaxPromptTokens(const RunConfig& config) {
+  return config.model.max_seq_len - config.sampling.max_new_tokens;
+}
+
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config, const Tokenizer& tokenizer,
+                                               const TaskOptions& options) {
+  ASSIGN_OR_RETURN(PromptFormat format,
+                   PromptFormat::Create(config.prompt_format, config.system_prompt, tokenizer));
+  ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
+                   MakeVerifier(config.verifier, config.format_reward));
+  if (!options.model_dir.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> warnings,
+                     CheckModelChatTemplate(options.model_dir, format));
+    for (const std::string& w : warnings) LOG(WARNING) << "task.prompt_format: " << w;
+  }
+  std::vector<Prompt> train, heldout;
+  int64_t skipped = 0;
+  if (options.load_prompts) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Task> source, MakeTaskOfKind(config));
+    if (auto* fixed = dynamic_cast<FixedTask*>(source.get())) {
+      fixed->Release(&train, &heldout);
+    } else {
+      train = source->train();
+      heldout = source->heldout();
+    }
+    const size_t train_before = train.size(), heldout_before = heldout.size();
+    ASSIGN_OR_RETURN(int64_t skipped_train,
+                     FormatAndFilter(format, tokenizer, options.max_prompt_tokens, &train));
+    ASSIGN_OR_RETURN(int64_t skipped_heldout,
+                     FormatAndFilter(format, tokenizer, options.max_prompt_tokens, &heldout));
+    skipped = skipped_train + skipped_heldout;
+    if (skipped > 0) {
+      LOG(WARNING) << "task " << config.kind << ": skipped " << skipped << " prompts longer than "
+                   << options.max_prompt_tokens
+                   << " tokens (model.max_seq_len - sampling.max_new_tokens): " << skipped_train
+                   << " of " << train_before << " training, " << skipped_heldout << " of "
+                   << heldout_before << " held-out";
+    }
+  }
+  return std::unique_ptr<Task>(
+      std::make_unique<PreparedTask>(config.kind, std::move(train), std::move(heldout),
+                                     std::move(verifier), format.stop_ids(), skipped));
 }
 
 absl::StatusOr<std::vector<int>> EncodePrompt(const Tokenizer& tokenizer, absl::string_view text) {
   ASSIGN_OR_RETURN(std::vector<int> ids, tokenizer.Encode(text));
-  ids.insert(ids.begin(), tokenizer.bos_id());
+  const int bos = tokenizer.bos_id();
+  if (tokenizer.adds_bos() && (ids.empty() || ids.front() != bos)) ids.insert(ids.begin(), bos);
   return ids;
 }
 

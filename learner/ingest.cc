@@ -244,7 +244,11 @@ std::vector<rlvr::v1::WorkLease> Ingest::Grant(uint64_t session) {
     sp->set_top_k(options_.sampling.top_k);
     sp->set_top_p(static_cast<float>(options_.sampling.top_p));
     sp->set_max_new_tokens(options_.sampling.max_new_tokens);
-    sp->add_stop_token_ids(options_.eos_id);
+    if (options_.stop_ids.empty()) {
+      sp->add_stop_token_ids(options_.eos_id);
+    } else {
+      for (int id : options_.stop_ids) sp->add_stop_token_ids(id);
+    }
     sp->set_seed(PromptCursor::SlotSeed(options_.seed, slot.epoch, slot.prompt_index));
     w.set_deadline_unix_ms(absl::ToUnixMillis(lease.deadline));
     w.set_task(options_.task_name);

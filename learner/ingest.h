@@ -79,6 +79,7 @@ struct IngestOptions {
   std::string task_name = "arithmetic";  // Copied into leases.
   int vocab_size = 1;                 // Token ids must be below this.
   int eos_id = 0;                     // Stop token put in every lease.
+  std::vector<int> stop_ids;          // If non-empty: the stop tokens put instead of eos_id.
   double expiry_poll_s = 0.05;        // How often the expiry thread looks.
   // Hello.capacity is clamped to this (OpenSession).
   int max_capacity = 1024;

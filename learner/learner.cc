@@ -110,7 +110,9 @@ class RankZero {
 
 absl::Status RankZero::Setup() {
   tokenizer_ = MakeCharTokenizer();
-  ASSIGN_OR_RETURN(task_, MakeTask(cfg_.task));
+  TaskOptions task_options;
+  task_options.max_prompt_tokens = MaxPromptTokens(cfg_);
+  ASSIGN_OR_RETURN(task_, MakeTask(cfg_.task, *tokenizer_, task_options));
   std::vector<LeasePrompt> prompts;
   prompts.reserve(task_->train().size());
   for (const Prompt& p : task_->train()) {
@@ -140,6 +142,7 @@ absl::Status RankZero::Setup() {
   io.task_name = task_->name();
   io.vocab_size = tokenizer_->vocab_size();
   io.eos_id = tokenizer_->eos_id();
+  io.stop_ids = task_->stop_ids();
   ingest_ = std::make_unique<Ingest>(io, std::move(prompts), &metrics_);
   if (!ingest_state.empty()) {
     RETURN_IF_ERROR(ingest_->RestoreState(ingest_state));

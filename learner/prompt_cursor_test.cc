@@ -1,8 +1,14 @@
 #include "learner/prompt_cursor.h"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/task.h"
+#include "common/tokenizer.h"
 
 namespace rlvr::learner {
 namespace {
@@ -75,6 +81,50 @@ TEST(PromptCursorTest, SlotSeedDependsOnEveryInput) {
   EXPECT_NE(s, PromptCursor::SlotSeed(2, 2, 3));
   EXPECT_NE(s, PromptCursor::SlotSeed(1, 3, 3));
   EXPECT_NE(s, PromptCursor::SlotSeed(1, 2, 4));
+}
+
+// The cursor names prompts by index: a learner restarted on the same JSONL
+// files rebuilds the same training split, so the restored cursor hands out
+// the same prompts (by id) as an uninterrupted run would.
+TEST(PromptCursorTest, ResumesOnAReloadedJsonlTask) {
+  const std::string path = ::testing::TempDir() + "/rlvr_cursor_resume.jsonl";
+  {
+    std::ofstream out(path, std::ios::trunc);
+    for (int i = 0; i < 40; ++i) {
+      out << "{\"question\":\"" << std::string(1 + i % 7, 'x') << i << "\",\"answer\":" << i
+          << "}\n";
+    }
+  }
+  rlvr::TaskConfig config;
+  config.kind = "jsonl";
+  config.train_path = path;
+  config.heldout_fraction = 0.25;
+  auto tokenizer = rlvr::MakeCharTokenizer();
+  rlvr::TaskOptions options;
+  options.max_prompt_tokens = 8;  // Drops the longer questions: the filter must repeat too.
+  auto first = rlvr::MakeTask(config, *tokenizer, options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto& train = (*first)->train();
+  ASSERT_GT(train.size(), 10u);
+  ASSERT_GT((*first)->skipped_too_long(), 0);
+
+  PromptCursor cur(train.size(), 3);
+  std::vector<CursorSlot> taken;
+  for (int i = 0; i < 7; ++i) taken.push_back(cur.Take());
+  for (int i = 0; i < 5; ++i) cur.MarkTrained(taken[i]);
+  const std::string state = cur.Serialize();
+  std::vector<std::string> expected;  // What the uninterrupted run leases next.
+  expected.push_back(train[taken[5].prompt_index].id);
+  expected.push_back(train[taken[6].prompt_index].id);
+  for (int i = 0; i < 5; ++i) expected.push_back(train[cur.Take().prompt_index].id);
+
+  auto second = rlvr::MakeTask(config, *tokenizer, options);  // "After a restart".
+  ASSERT_TRUE(second.ok()) << second.status();
+  PromptCursor restored((*second)->train().size(), 3);
+  ASSERT_TRUE(restored.Restore(state).ok());
+  for (const std::string& id : expected) {
+    EXPECT_EQ((*second)->train()[restored.Take().prompt_index].id, id);
+  }
 }
 
 }  // namespace

@@ -79,7 +79,9 @@ int EvalCommand(int argc, char** argv) {
 
   torch::set_num_threads(std::max(1, threads));
   auto tokenizer = MakeCharTokenizer();
-  auto task = MakeTask(config->task);
+  TaskOptions task_options;
+  task_options.max_prompt_tokens = MaxPromptTokens(*config);
+  auto task = MakeTask(config->task, *tokenizer, task_options);
   if (!task.ok()) return fail(task.status(), 2);
   auto model = policy::CreateTransformer(config->model, tokenizer->vocab_size(), 0);
   if (!model.ok()) return fail(model.status(), 2);

@@ -53,7 +53,9 @@ int PretrainCommand(int argc, char** argv) {
   }
   if (out.empty()) out = config->pretrain.checkpoint;
   auto tokenizer = MakeCharTokenizer();
-  auto task = MakeTask(config->task);
+  TaskOptions task_options;
+  task_options.max_prompt_tokens = MaxPromptTokens(*config);
+  auto task = MakeTask(config->task, *tokenizer, task_options);
   if (!task.ok()) {
     std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(task.status().message()).c_str());
     return 2;

@@ -101,7 +101,7 @@ TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
   TaskConfig task_config;
   task_config.train_size = 100;
   task_config.heldout_size = 10;
-  auto task = MakeTask(task_config);
+  auto task = MakeTask(task_config, *tokenizer, TaskOptions{});
   ASSERT_TRUE(task.ok());
   ModelConfig model_config;
   model_config.d_model = 32;

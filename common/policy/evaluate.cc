@@ -37,7 +37,8 @@ absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokeniz
       options.greedy = greedy;
       options.temperature = temperature;
       options.max_new_tokens = max_new_tokens;
-      options.stop_token_ids = {tokenizer.eos_id()};
+      options.stop_token_ids = task.stop_ids();
+      if (options.stop_token_ids.empty()) options.stop_token_ids = {tokenizer.eos_id()};
       const size_t rows = prompts.size() * samples_per_prompt;
       for (size_t begin = 0; begin < rows; begin += kRowsPerBatch) {
         const size_t end = std::min(rows, begin + kRowsPerBatch);

@@ -20,10 +20,10 @@ TinySetup MakeTinySetup(int train_size = 80, int heldout_size = 10) {
   tc.train_size = train_size;
   tc.heldout_size = heldout_size;
   tc.max_digits = 1;
-  auto task = MakeTask(tc);
+  s.tokenizer = MakeCharTokenizer();
+  auto task = MakeTask(tc, *s.tokenizer, TaskOptions{});
   EXPECT_TRUE(task.ok()) << task.status();
   s.task = *std::move(task);
-  s.tokenizer = MakeCharTokenizer();
   ModelConfig mc;
   mc.d_model = 32;
   mc.n_layers = 1;
