@@ -332,6 +332,7 @@ TEST_F(FrontDoorTest, HelloLessStreamsAreBoundedAndClosedAtTheDeadline) {
     EXPECT_TRUE(WaitLiveStreams(4, 2));
   }
   EXPECT_TRUE(WaitLiveStreams(1, 0.5)) << "cancelled streams were not freed";
+  EXPECT_EQ(Refusals("cancelled_before_hello"), 3);
 }
 
 // Hello.capacity of 10^9 is clamped to 4 and both are in Welcome; a batch of

@@ -75,13 +75,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       // The actor closed its side or the call is cancelled.
       CloseIngestSession();
       absl::MutexLock l(&mu_);
-      if (session_ == 0 && !finishing_ && context_->IsCancelled()) {
-        // Cancelled before Hello, not by us: the client gave up, the
-        // connection broke, or gRPC core refused the first message (a
-        // compressed one: only identity is enabled; or one above the
-        // receive limit), which the handler cannot tell apart.
-        service_->Refused("cancelled_before_hello");
-      }
+      // Judged in OnDone, when IsCancelled() is final.
+      ended_before_hello_ = session_ == 0 && !finishing_;
       RequestFinishLocked(grpc::Status::OK);
       return;
     }
@@ -132,6 +127,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void OnCancel() override {}
 
   void OnDone() override {
+    if (ended_before_hello_ && context_->IsCancelled()) {
+      // Cancelled before Hello, not by us: the client gave up, the
+      // connection broke, or gRPC core refused the first message (a
+      // compressed one: only identity is enabled; or one above the receive
+      // limit), which the handler cannot tell apart.
+      service_->Refused("cancelled_before_hello");
+    }
     service_->Unregister(this);
     CloseIngestSession();
     delete this;
@@ -388,6 +390,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   // Hello.batch_messages: leases may be sent as one LeaseBatch.
   bool batch_messages_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Ingest session closed.
+  // The read chain ended (not by us) before Hello; read in OnDone.
+  bool ended_before_hello_ = false;
   std::deque<rlvr::v1::LearnerMessage> out_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // The write in flight.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

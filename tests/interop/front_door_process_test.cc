@@ -150,8 +150,7 @@ TEST_F(FrontDoorProcessTest, GzipBombIsRefusedBeforeInflation) {
   const double delta_mib = static_cast<double>(after - before) / 1024.0;
   std::printf("BOMB 256 MiB gzip%s: status %d (%s); server VmHWM %ld -> %ld kB (+%.1f MiB)\n",
               baseline ? " (baseline: gzip enabled)" : "", static_cast<int>(status.error_code()),
-              status.error_message().c_str(), before, after,
-              delta_mib);
+              status.error_message().c_str(), before, after, delta_mib);
   EXPECT_TRUE(status.error_code() == grpc::StatusCode::UNIMPLEMENTED ||
               status.error_code() == grpc::StatusCode::INTERNAL)
       << status.error_code() << " " << status.error_message();
