@@ -9,6 +9,12 @@
 namespace rlvr {
 namespace {
 
+// MakeTask with the char tokenizer and no length limit.
+absl::StatusOr<std::unique_ptr<Task>> MakeChain(const TaskConfig& config) {
+  static const std::unique_ptr<Tokenizer> chars = MakeCharTokenizer();
+  return MakeTask(config, *chars, TaskOptions{});
+}
+
 TaskConfig ChainConfig() {
   TaskConfig c;
   c.kind = "chain";
@@ -28,7 +34,7 @@ TEST(ChainTaskTest, ReferenceChain) {
 }
 
 TEST(ChainTaskTest, BuiltThroughMakeTaskWithDisjointSplits) {
-  auto task = MakeTask(ChainConfig());
+  auto task = MakeChain(ChainConfig());
   ASSERT_TRUE(task.ok()) << task.status();
   EXPECT_EQ((*task)->name(), "chain");
   ASSERT_EQ((*task)->train().size(), 2000u);
@@ -38,13 +44,13 @@ TEST(ChainTaskTest, BuiltThroughMakeTaskWithDisjointSplits) {
   EXPECT_EQ(train_texts.size(), 2000u);
   for (const Prompt& p : (*task)->heldout()) EXPECT_EQ(train_texts.count(p.text), 0u) << p.text;
   // Deterministic in the seed.
-  auto again = MakeTask(ChainConfig());
+  auto again = MakeChain(ChainConfig());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->train()[17].answer, (*task)->train()[17].answer);
 }
 
 TEST(ChainTaskTest, EveryReferenceIsCorrectAndFitsTheCharTokenizer) {
-  auto task = MakeTask(ChainConfig());
+  auto task = MakeChain(ChainConfig());
   ASSERT_TRUE(task.ok());
   std::unique_ptr<Tokenizer> tok = MakeCharTokenizer();
   size_t longest = 0;
@@ -60,7 +66,7 @@ TEST(ChainTaskTest, EveryReferenceIsCorrectAndFitsTheCharTokenizer) {
 }
 
 TEST(ChainTaskTest, VerifierScoresOnlyTheFinalAnswer) {
-  auto task = MakeTask(ChainConfig());
+  auto task = MakeChain(ChainConfig());
   ASSERT_TRUE(task.ok());
   const std::string ref = "12+34=46;46+7=53;#53";
   EXPECT_EQ((*task)->Verify(ref, ref).reward, 1.0);
@@ -74,14 +80,14 @@ TEST(ChainTaskTest, VerifierScoresOnlyTheFinalAnswer) {
 TEST(ChainTaskTest, RejectsBadConfigs) {
   TaskConfig c = ChainConfig();
   c.ops = "*";
-  EXPECT_FALSE(MakeTask(c).ok());
+  EXPECT_FALSE(MakeChain(c).ok());
   c = ChainConfig();
   c.num_terms = 2;  // 100 distinct chains of two 1-digit operands.
-  EXPECT_FALSE(MakeTask(c).ok());
+  EXPECT_FALSE(MakeChain(c).ok());
   c = ChainConfig();
   c.min_digits = 3;
   c.max_digits = 2;
-  EXPECT_FALSE(MakeTask(c).ok());
+  EXPECT_FALSE(MakeChain(c).ok());
 }
 
 }  // namespace

@@ -58,8 +58,8 @@ absl::StatusOr<double> HeldOut(policy::Transformer& model, const Tokenizer& toke
 absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
   if (c.loss.kl_coef > 0) return absl::InvalidArgumentError("offline loop: kl_coef must be 0");
   torch::set_num_threads(1);
-  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(c.task));
   std::unique_ptr<Tokenizer> tokenizer = MakeCharTokenizer();
+  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(c.task, *tokenizer, TaskOptions{}));
   torch::manual_seed(static_cast<uint64_t>(c.pretrain.seed));
   policy::Transformer model(c.model, tokenizer->vocab_size());
   const std::string& base = c.pretrain.checkpoint;
