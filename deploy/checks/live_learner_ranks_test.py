@@ -24,6 +24,7 @@ import live_stack_test as live  # noqa: E402
 CONFIG = """\
 model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}
 task: {train_size: 400, heldout_size: 40}
+eval: {prompts: 20}
 learner: {groups_per_update: 4, buffer_groups: 16, threads: 1, collective_timeout_s: 60}
 """
 

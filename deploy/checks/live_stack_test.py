@@ -246,9 +246,9 @@ def rule_exprs(path):
 NAMESPACE = "rlvr-live"
 # Staleness phase: actors stopped (SIGSTOP) most of the time next to the
 # fast one send a large enough share of groups, all versions late.
-SLOW_ACTORS = 2
-SLOW_RUN_S = 0.5
-SLOW_STOP_S = 2.0
+SLOW_ACTORS = 3
+SLOW_RUN_S = 1.0
+SLOW_STOP_S = 1.5
 
 
 def render_overlay(overlay):
@@ -576,7 +576,7 @@ def main():
                    f'+ (sum(rlvr_learner_groups_rejected_total{{reason="stale_version", namespace="{NAMESPACE}"}}) '
                    f'or vector(0))')
         firing = None
-        end = min(DEADLINE - 45, time.monotonic() + 90)
+        end = min(DEADLINE - 45, time.monotonic() + 60)
         while time.monotonic() < end:
             for p in procs:
                 if not p.alive():
