@@ -72,7 +72,8 @@ torch::Tensor Row(const std::vector<int>& ids) {
 
 // Max |log-prob - reference| of each sequence run alone through forward();
 // checks the greedy argmax where the reference's top-2 margin is > 1e-3.
-double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs) {
+double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs,
+                          bool check_greedy = true) {
   torch::NoGradGuard no_grad;
   double worst = 0;
   for (const Sequence& s : seqs) {
@@ -82,7 +83,7 @@ double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs)
       worst = std::max(worst, std::abs(logp[i][s.ids[i + 1]].item<double>() - s.logprobs[i]));
     }
     for (size_t i = 0; i < s.ids.size(); ++i) {
-      if (s.margin[i] > 1e-3) {
+      if (check_greedy && s.margin[i] > 1e-3) {
         EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
       }
     }
@@ -271,7 +272,7 @@ TEST(HfCheckpointTest, Llama3RopeScalingChangesTheResult) {
   c.rope_scaling.clear();
   Transformer plain(c, c.vocab_size, /*random_init=*/false);
   ASSERT_TRUE(LoadHfWeights(dir, plain).ok());
-  const double diff = SingleSequenceDiff(plain, ReadExpected(dir));
+  const double diff = SingleSequenceDiff(plain, ReadExpected(dir), /*check_greedy=*/false);
   EXPECT_GT(diff, 1e-2);
 }
 
@@ -442,7 +443,10 @@ TEST_F(MalformedTest, HeaderOffsetsThatLie) {
   EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr(name)));
   SetUp();
   EditHeader([&](Json& h) { h[name]["data_offsets"] = h["model.norm.weight"]["data_offsets"]; });
-  EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr("overlap")));
+  // The first inconsistency in offset order is reported: the overlap, or the
+  // gap the moved tensor left.
+  EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr("data_offsets"),
+                                      testing::AnyOf(HasSubstr("overlap"), HasSubstr("gap"))));
   SetUp();
   EditHeader([&](Json& h) { h[name]["shape"] = {5}; });
   EXPECT_THAT(Load().message(),
