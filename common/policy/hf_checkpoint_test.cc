@@ -72,7 +72,8 @@ torch::Tensor Row(const std::vector<int>& ids) {
 
 // Max |log-prob - reference| of each sequence run alone through forward();
 // checks the greedy argmax where the reference's top-2 margin is > 1e-3.
-double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs) {
+double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs,
+                          bool check_greedy = true) {
   torch::NoGradGuard no_grad;
   double worst = 0;
   for (const Sequence& s : seqs) {
@@ -82,7 +83,9 @@ double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs)
       worst = std::max(worst, std::abs(logp[i][s.ids[i + 1]].item<double>() - s.logprobs[i]));
     }
     for (size_t i = 0; i < s.ids.size(); ++i) {
-      if (s.margin[i] > 1e-3) EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
+      if (check_greedy && s.margin[i] > 1e-3) {
+        EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
+      }
     }
   }
   return worst;
@@ -269,7 +272,7 @@ TEST(HfCheckpointTest, Llama3RopeScalingChangesTheResult) {
   c.rope_scaling.clear();
   Transformer plain(c, c.vocab_size, /*random_init=*/false);
   ASSERT_TRUE(LoadHfWeights(dir, plain).ok());
-  const double diff = SingleSequenceDiff(plain, ReadExpected(dir));
+  const double diff = SingleSequenceDiff(plain, ReadExpected(dir), /*check_greedy=*/false);
   EXPECT_GT(diff, 1e-2);
 }
 
@@ -440,7 +443,10 @@ TEST_F(MalformedTest, HeaderOffsetsThatLie) {
   EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr(name)));
   SetUp();
   EditHeader([&](Json& h) { h[name]["data_offsets"] = h["model.norm.weight"]["data_offsets"]; });
-  EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr("overlap")));
+  // The first inconsistency in offset order is reported: the overlap, or the
+  // gap the moved tensor left.
+  EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr("data_offsets"),
+                                      testing::AnyOf(HasSubstr("overlap"), HasSubstr("gap"))));
   SetUp();
   EditHeader([&](Json& h) { h[name]["shape"] = {5}; });
   EXPECT_THAT(Load().message(),
@@ -468,14 +474,17 @@ TEST(HfConfigTest, WriteThenParseKeepsTheModel) {
     auto back = ParseHfConfigJson(*json, "x/config.json");
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->torch_dtype, "bfloat16");
-    EXPECT_EQ(RunConfigToYaml(RunConfig{.model = back->config}),
-              RunConfigToYaml(RunConfig{.model = c}))
-        << arch;
+    RunConfig got, want;
+    got.model = back->config;
+    want.model = c;
+    EXPECT_EQ(RunConfigToYaml(got), RunConfigToYaml(want)) << arch;
   }
   ModelConfig builtin;
   EXPECT_FALSE(WriteHfModelConfigJson(builtin, "float32").ok());
-  EXPECT_FALSE(ModelVocabSize(ModelConfig{.vocab_size = 10}, 11).ok());
-  EXPECT_EQ(*ModelVocabSize(ModelConfig{.vocab_size = 10}, 7), 10);
+  ModelConfig ten;
+  ten.vocab_size = 10;
+  EXPECT_FALSE(ModelVocabSize(ten, 11).ok());
+  EXPECT_EQ(*ModelVocabSize(ten, 7), 10);
   EXPECT_EQ(*ModelVocabSize(ModelConfig{}, 7), 7);
 }
 
