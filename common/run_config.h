@@ -31,7 +31,7 @@ struct ModelConfig {
   // <hf_path>/config.json (common/policy/hf_config.h) and the weights from its
   // safetensors files; with hf_path empty and arch != builtin, a randomly
   // initialised model of that architecture and these dimensions is built.
-  std::string hf_path;                 // A Hugging Face model directory; empty = not one.
+  std::string hf_path = "";                 // A Hugging Face model directory; empty = not one.
   std::string arch = "builtin";        // builtin | llama | qwen2 | qwen3
   int n_kv_heads = 0;                  // Key/value heads (GQA); 0 = n_heads.
   int head_dim = 0;                    // Per-head width; 0 = d_model / n_heads.
@@ -41,7 +41,7 @@ struct ModelConfig {
   bool qk_norm = false;                // Per-head RMSNorm of queries and keys before RoPE (Qwen3).
   bool tie_embeddings = true;          // Output projection = input embedding.
   double rms_norm_eps = 1e-6;          // RMSNorm epsilon.
-  std::string rope_scaling;            // "" (none) | llama3
+  std::string rope_scaling = "";            // "" (none) | llama3
   double rope_factor = 8.0;            // llama3: frequency divisor for long wavelengths.
   double rope_low_freq_factor = 1.0;   // llama3: low-frequency boundary factor.
   double rope_high_freq_factor = 4.0;  // llama3: high-frequency boundary factor.

@@ -82,7 +82,9 @@ double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs)
       worst = std::max(worst, std::abs(logp[i][s.ids[i + 1]].item<double>() - s.logprobs[i]));
     }
     for (size_t i = 0; i < s.ids.size(); ++i) {
-      if (s.margin[i] > 1e-3) EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
+      if (s.margin[i] > 1e-3) {
+        EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
+      }
     }
   }
   return worst;
@@ -468,14 +470,17 @@ TEST(HfConfigTest, WriteThenParseKeepsTheModel) {
     auto back = ParseHfConfigJson(*json, "x/config.json");
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->torch_dtype, "bfloat16");
-    EXPECT_EQ(RunConfigToYaml(RunConfig{.model = back->config}),
-              RunConfigToYaml(RunConfig{.model = c}))
-        << arch;
+    RunConfig got, want;
+    got.model = back->config;
+    want.model = c;
+    EXPECT_EQ(RunConfigToYaml(got), RunConfigToYaml(want)) << arch;
   }
   ModelConfig builtin;
   EXPECT_FALSE(WriteHfModelConfigJson(builtin, "float32").ok());
-  EXPECT_FALSE(ModelVocabSize(ModelConfig{.vocab_size = 10}, 11).ok());
-  EXPECT_EQ(*ModelVocabSize(ModelConfig{.vocab_size = 10}, 7), 10);
+  ModelConfig ten;
+  ten.vocab_size = 10;
+  EXPECT_FALSE(ModelVocabSize(ten, 11).ok());
+  EXPECT_EQ(*ModelVocabSize(ten, 7), 10);
   EXPECT_EQ(*ModelVocabSize(ModelConfig{}, 7), 7);
 }
 
