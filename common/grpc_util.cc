@@ -21,14 +21,6 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
                                               const std::vector<grpc::Service*>& services) {
   static const bool kInit = [] {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/base/file_io.h"  // ReadFileToString, used by the TLS and token loaders.
 
 namespace rlvr {
 
@@ -64,9 +65,6 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
 // and cert/key (optional) present a client certificate.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const std::string& ca_file, const std::string& cert_file, const std::string& key_file);
-
-// Reads a whole file; NotFound if it cannot be opened.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace rlvr
 

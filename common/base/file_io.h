@@ -37,7 +37,7 @@ absl::Status WriteFileSynced(const std::string& path, absl::string_view bytes, i
 // fsyncs the directory `dir` (its entries: creations, renames, removals).
 absl::Status SyncDirectory(const std::string& dir);
 
-// The whole contents of `path`. NotFound if it does not exist.
+// The whole contents of `path`. NotFound if it cannot be opened.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace rlvr
