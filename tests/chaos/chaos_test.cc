@@ -407,13 +407,10 @@ TEST_F(ChaosTest, FaultsLoseNothingAndTrainEveryPromptOncePerEpoch) {
 // here back to back: the working actor alone, then with the stopped one).
 // After SIGCONT the stopped actor answers (late) and training goes on.
 //
-// DISABLED_: written and compiled on 2026-11-24, but not yet run: `rlvr`
-// could not be rebuilt on the shared machine before the session's deadline.
 // The same measurement with synthetic actor processes runs in
 // tests/interop/front_door_process_test.cc (HungActorSlowsSynchronous-
-// UpdatesBoundedly). Run this with --gtest_also_run_disabled_tests, then
-// drop the prefix.
-TEST_F(ChaosTest, DISABLED_HungActorSlowsSynchronousTrainingBoundedly) {
+// UpdatesBoundedly).
+TEST_F(ChaosTest, HungActorSlowsSynchronousTrainingBoundedly) {
   {
     // The fixture's config, but synchronous, 2 s leases, 4 leases per actor
     // and no checkpoints during the measurement.
