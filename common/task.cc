@@ -253,17 +253,20 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTaskOfKind(const TaskConfig& config) {
 class PreparedTask final : public Task {
  public:
   PreparedTask(std::string name, std::vector<Prompt> train, std::vector<Prompt> heldout,
-               std::unique_ptr<Verifier> verifier, std::vector<int> stop_ids, int64_t skipped)
+               std::unique_ptr<Verifier> verifier, std::vector<int> stop_ids, int64_t skipped,
+               std::unique_ptr<Task> kind_verifier = nullptr)
       : name_(std::move(name)),
         train_(std::move(train)),
         heldout_(std::move(heldout)),
         verifier_(std::move(verifier)),
         stop_ids_(std::move(stop_ids)),
-        skipped_(skipped) {}
+        skipped_(skipped),
+        kind_verifier_(std::move(kind_verifier)) {}
   std::string name() const override { return name_; }
   const std::vector<Prompt>& train() const override { return train_; }
   const std::vector<Prompt>& heldout() const override { return heldout_; }
   Verdict Verify(absl::string_view answer, absl::string_view completion_text) const override {
+    if (kind_verifier_ != nullptr) return kind_verifier_->Verify(answer, completion_text);
     return verifier_->Verify(answer, completion_text);
   }
   const std::vector<int>& stop_ids() const override { return stop_ids_; }
@@ -276,6 +279,10 @@ class PreparedTask final : public Task {
   std::unique_ptr<Verifier> verifier_;
   std::vector<int> stop_ids_;
   int64_t skipped_;
+  // A kind whose reference answer is not the final answer (chain: the whole
+  // worked chain) scores with its own Verify while task.verifier is left at
+  // the default.
+  std::unique_ptr<Task> kind_verifier_;
 };
 
 // Renders every prompt with `format`, encodes it and drops those longer than
@@ -349,9 +356,13 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config, const T
                    << heldout_before << " held-out";
     }
   }
-  return std::unique_ptr<Task>(
-      std::make_unique<PreparedTask>(config.kind, std::move(train), std::move(heldout),
-                                     std::move(verifier), format.stop_ids(), skipped));
+  std::unique_ptr<Task> kind_verifier;
+  if (config.kind == "chain" && config.verifier == "final_answer") {
+    ASSIGN_OR_RETURN(kind_verifier, MakeTaskOfKind(config));
+  }
+  return std::unique_ptr<Task>(std::make_unique<PreparedTask>(
+      config.kind, std::move(train), std::move(heldout), std::move(verifier), format.stop_ids(),
+      skipped, std::move(kind_verifier)));
 }
 
 absl::StatusOr<std::vector<int>> EncodePrompt(const Tokenizer& tokenizer, absl::string_view text) {
