@@ -442,7 +442,10 @@ TEST_F(MalformedTest, HeaderOffsetsThatLie) {
   EditHeader([&](Json& h) { h[name]["data_offsets"][1] = 1u << 30; });
   EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr(name)));
   SetUp();
-  EditHeader([&](Json& h) { h[name]["data_offsets"] = h["model.norm.weight"]["data_offsets"]; });
+  // q_norm has k_norm's shape: its offsets make a pure overlap.
+  EditHeader([&](Json& h) {
+    h[name]["data_offsets"] = h["model.layers.0.self_attn.q_norm.weight"]["data_offsets"];
+  });
   // The first inconsistency in offset order is reported: the overlap, or the
   // gap the moved tensor left.
   EXPECT_THAT(Load().message(), AllOf(HasSubstr("model.safetensors"), HasSubstr("data_offsets"),
