@@ -39,14 +39,14 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   // Called under the service's mutex: ends the call if Hello has not been
-  // accepted yet; whether it did.
-  bool HelloTimeout(double timeout_s) {
+  // accepted yet, counting the refusal before the status can reach the client.
+  void HelloTimeout(double timeout_s) {
     absl::MutexLock l(&mu_);
-    if (session_ != 0 || finishing_) return false;
+    if (session_ != 0 || finishing_) return;
+    service_->Refused("hello_timeout");
     RequestFinishLocked(
         grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                      absl::StrCat("no Hello within ", timeout_s, " s (learner.hello_timeout_s)")));
-    return true;
   }
   // Called under the service's mutex: the ingest closed the session.
   void Evicted(const std::string& why) {
@@ -509,7 +509,7 @@ void SessionServiceImpl::HelloDeadlineLoop() {
     for (auto& [r, deadline] : awaiting_) {
       if (deadline > now) continue;
       deadline = absl::InfiniteFuture();  // Ended once; gone at OnDone.
-      if (r->HelloTimeout(options_.hello_timeout_s)) Refused("hello_timeout");
+      r->HelloTimeout(options_.hello_timeout_s);
     }
   }
 }
