@@ -18,6 +18,7 @@
 #include "actor/rollout.h"
 #include "actor/transport.h"
 #include "common/grpc_util.h"
+#include "common/policy/factory.h"
 #include "common/status_macros.h"
 
 namespace rlvr::actor {
@@ -41,13 +42,14 @@ LeaseBookOptions BookOptions(const ActorOptions& options, int vocab_size) {
 }  // namespace
 
 ActorImpl::ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
-                     std::unique_ptr<Tokenizer> tokenizer, std::unique_ptr<Task> task)
+                     std::unique_ptr<Tokenizer> tokenizer, int vocab_size,
+                     std::unique_ptr<Task> task)
     : options_(options),
       registry_(registry ? std::move(registry) : std::make_shared<prometheus::Registry>()),
       metrics_(*registry_),
       tokenizer_(std::move(tokenizer)),
       task_(std::move(task)),
-      vocab_size_(tokenizer_->vocab_size()),
+      vocab_size_(vocab_size),
       capacity_(options.actor.max_batch_prompts),
       group_pool_(static_cast<size_t>(2 * capacity_ + 16)),
       book_(BookOptions(options, vocab_size_)),
@@ -241,12 +243,18 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   if (options.actor_id.empty() || options.actor_id.size() > 128) {
     return absl::InvalidArgumentError("actor: actor_id must be 1..128 bytes");
   }
-  std::unique_ptr<Tokenizer> tokenizer = MakeCharTokenizer();
+  // The model's shape and tokenizer (model.hf_path: from that directory); the
+  // weights come from the learner.
+  ASSIGN_OR_RETURN(policy::ResolvedPolicy resolved, policy::ResolvePolicy(options.model));
+  ActorOptions resolved_options = options;
+  resolved_options.model = resolved.model;
   TaskOptions task_options;
   task_options.load_prompts = false;  // The actor only verifies.
-  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(options.task, *tokenizer, task_options));
-  return std::unique_ptr<Actor>(
-      new ActorImpl(options, std::move(registry), std::move(tokenizer), std::move(task)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Task> task,
+                   MakeTask(options.task, *resolved.tokenizer, task_options));
+  return std::unique_ptr<Actor>(new ActorImpl(resolved_options, std::move(registry),
+                                              std::move(resolved.tokenizer), resolved.vocab_size,
+                                              std::move(task)));
 }
 
 }  // namespace rlvr::actor

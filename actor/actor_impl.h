@@ -46,7 +46,7 @@ namespace rlvr::actor {
 class ActorImpl final : public Actor {
  public:
   ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
-            std::unique_ptr<Tokenizer> tokenizer, std::unique_ptr<Task> task);
+            std::unique_ptr<Tokenizer> tokenizer, int vocab_size, std::unique_ptr<Task> task);
   ~ActorImpl() override;
 
   absl::Status Start() override;

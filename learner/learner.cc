@@ -1,15 +1,14 @@
 #include "learner/learner.h"
 
 #include <ATen/Parallel.h>
+#include <glog/logging.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <glog/logging.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -17,15 +16,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/auth.h"
+#include "common/base/file_io.h"
 #include "common/grpc_util.h"
 #include "common/metrics.h"
 #include "common/policy/evaluate.h"
+#include "common/policy/factory.h"
 #include "common/policy/weights.h"
 #include "common/status_macros.h"
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "learner/ingest.h"
-#include "common/base/file_io.h"
 #include "learner/learner_metrics.h"
 #include "learner/ledger.h"
 #include "learner/session_service.h"
@@ -52,12 +52,13 @@ struct UpdateFigures {
 class RankZero {
  public:
   RankZero(const LearnerOptions& options, TrainerOptions trainer_options,
-           std::shared_ptr<prometheus::Registry> registry)
+           std::shared_ptr<prometheus::Registry> registry, std::unique_ptr<Tokenizer> tokenizer)
       : o_(options),
         cfg_(options.config),
         trainer_options_(std::move(trainer_options)),
         registry_(std::move(registry)),
-        metrics_(registry_) {}
+        metrics_(registry_),
+        tokenizer_(std::move(tokenizer)) {}
 
   absl::Status Run();
 
@@ -109,9 +110,9 @@ class RankZero {
 };
 
 absl::Status RankZero::Setup() {
-  tokenizer_ = MakeCharTokenizer();
   TaskOptions task_options;
   task_options.max_prompt_tokens = MaxPromptTokens(cfg_);
+  task_options.model_dir = cfg_.model.hf_path;
   ASSIGN_OR_RETURN(task_, MakeTask(cfg_.task, *tokenizer_, task_options));
   std::vector<LeasePrompt> prompts;
   prompts.reserve(task_->train().size());
@@ -140,7 +141,7 @@ absl::Status RankZero::Setup() {
   io.lease_expiries_to_close = cfg_.learner.lease_expiries_to_close;
   io.seed = static_cast<uint64_t>(cfg_.learner.seed);
   io.task_name = task_->name();
-  io.vocab_size = tokenizer_->vocab_size();
+  io.vocab_size = trainer_options_.vocab_size;
   io.eos_id = tokenizer_->eos_id();
   io.stop_ids = task_->stop_ids();
   ingest_ = std::make_unique<Ingest>(io, std::move(prompts), &metrics_);
@@ -220,9 +221,9 @@ absl::Status RankZero::Setup() {
     // which will be redone. Drop them (and a torn last line) before appending.
     ASSIGN_OR_RETURN(LedgerTruncation t, TruncateLedger(o_.ledger_path, trainer_->step()));
     if (t.dropped > 0 || t.malformed > 0) {
-      LOG(WARNING) << "ledger rewritten at resume step " << trainer_->step() << ": kept "
-                   << t.kept << " lines, dropped " << t.dropped << " of rolled-back steps and "
-                   << t.malformed << " torn/malformed";
+      LOG(WARNING) << "ledger rewritten at resume step " << trainer_->step() << ": kept " << t.kept
+                   << " lines, dropped " << t.dropped << " of rolled-back steps and " << t.malformed
+                   << " torn/malformed";
     }
     RETURN_IF_ERROR(ledger_.Open(o_.ledger_path));
   }
@@ -234,9 +235,8 @@ absl::Status RankZero::PublishCurrentVersion() {
   const uint64_t version = PublishedVersion();
   // Only this holds the older blob when its count is 1, and no one can take
   // a new reference to it from anyone else.
-  std::shared_ptr<std::string> blob = older_blob_.use_count() == 1
-                                          ? std::move(older_blob_)
-                                          : std::make_shared<std::string>();
+  std::shared_ptr<std::string> blob =
+      older_blob_.use_count() == 1 ? std::move(older_blob_) : std::make_shared<std::string>();
   try {
     policy::SerializeWeightsInto(trainer_->model(), version, blob.get());
   } catch (const std::exception& e) {
@@ -492,7 +492,10 @@ absl::Status RunLearner(const LearnerOptions& options,
   to.master_port = options.master_port;
   to.backend = options.backend;
   to.total_updates = options.total_updates;
-  to.vocab_size = MakeCharTokenizer()->vocab_size();
+  // The model's shape and tokenizer (model.hf_path: from that directory).
+  ASSIGN_OR_RETURN(policy::ResolvedPolicy resolved, policy::ResolvePolicy(options.config.model));
+  to.model = resolved.model;
+  to.vocab_size = resolved.vocab_size;
   to.checkpoint_dir = options.run_dir.empty() ? "" : options.run_dir + "/checkpoints";
   to.base_weights_path = options.base_weights;
 
@@ -507,7 +510,7 @@ absl::Status RunLearner(const LearnerOptions& options,
     LOG(INFO) << "learner rank " << options.rank << " stopped at step " << trainer->step();
     return absl::OkStatus();
   }
-  RankZero zero(options, std::move(to), std::move(registry));
+  RankZero zero(options, std::move(to), std::move(registry), std::move(resolved.tokenizer));
   return zero.Run();
 }
 

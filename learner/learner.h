@@ -45,7 +45,8 @@ struct LearnerOptions {
   // at start, lines of steps after the resumed checkpoint are dropped
   // (learner/ledger.h).
   std::string ledger_path;
-  std::string base_weights;                // Base weight blob; "" = random init.
+  // Base weight blob; "" = random init, or model.hf_path's weights.
+  std::string base_weights;
   int total_updates = 60;                  // Stop after this many updates (resumes count).
   int rank = 0;                            // Data-parallel rank.
   int world_size = 1;                      // Data-parallel world size.

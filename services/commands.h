@@ -12,6 +12,8 @@ int RunCommand(int argc, char** argv);
 int PretrainCommand(int argc, char** argv);
 int EvalCommand(int argc, char** argv);
 int TokenizeCommand(int argc, char** argv);
+int ScoreCommand(int argc, char** argv);
+int ExportCommand(int argc, char** argv);
 
 }  // namespace rlvr::services
 

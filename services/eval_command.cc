@@ -4,10 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/base/file_io.h"
 #include "common/flags.h"
@@ -19,6 +18,7 @@
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "services/commands.h"
+#include "services/policy_source.h"
 
 namespace rlvr::services {
 
@@ -71,25 +71,25 @@ int EvalCommand(int argc, char** argv) {
   if (split != "heldout" && split != "train") {
     return fail(absl::InvalidArgumentError("--split must be heldout or train"), 2);
   }
-  if (weights.empty()) weights = config->pretrain.checkpoint;
+  // The built-in model's default weights are the pretrained base; a Hugging
+  // Face model's are its own (model.hf_path).
+  if (weights.empty() && !policy::IsHfPolicy(config->model)) weights = config->pretrain.checkpoint;
   const int n_prompts = prompts_flag >= 0 ? prompts_flag : config->eval.prompts;
   const int k = k_flag >= 0 ? k_flag : config->eval.pass_k;
   if (temperature < 0) temperature = config->eval.pass_temperature;
   if (max_new_tokens < 0) max_new_tokens = config->sampling.max_new_tokens;
 
   torch::set_num_threads(std::max(1, threads));
-  auto tokenizer = MakeCharTokenizer();
+  absl::StatusOr<CommandPolicy> loaded = LoadCommandPolicy(config->model, weights);
+  if (!loaded.ok()) return fail(loaded.status(), 1);
+  policy::Transformer* model = &loaded->model;
+  const Tokenizer* tokenizer = loaded->resolved.tokenizer.get();
   TaskOptions task_options;
   task_options.max_prompt_tokens = MaxPromptTokens(*config);
+  task_options.model_dir = config->model.hf_path;
   auto task = MakeTask(config->task, *tokenizer, task_options);
   if (!task.ok()) return fail(task.status(), 2);
-  auto model = policy::CreateTransformer(config->model, tokenizer->vocab_size(), 0);
-  if (!model.ok()) return fail(model.status(), 2);
-  uint64_t version = 0;
-  if (absl::Status s = policy::LoadWeightsFile(weights, *model, &version); !s.ok()) {
-    return fail(s, 1);
-  }
-  (*model)->eval();
+  const uint64_t version = loaded->version;
   std::vector<Prompt> prompts = split == "heldout" ? (*task)->heldout() : (*task)->train();
   if (static_cast<int>(prompts.size()) > n_prompts) prompts.resize(n_prompts);
   const auto t0 = std::chrono::steady_clock::now();
@@ -106,12 +106,13 @@ int EvalCommand(int argc, char** argv) {
   }
   std::printf("%-10s %-8s %-8s %-8s %-12s %-10s %-8s\n", "split", "prompts", "version", "greedy",
               "pass@k", "sample", "seconds");
-  std::printf("%-10s %-8d %-8llu %-8.3f %-12s %-10s %-8.1f\n", split.c_str(), result->prompts,
-              static_cast<unsigned long long>(version), result->greedy_accuracy,
-              k > 0 ? (std::to_string(result->pass_at_k).substr(0, 5) + " (k=" + std::to_string(k) +
-                       ")").c_str()
-                    : "-",
-              k > 0 ? std::to_string(result->sample_accuracy).substr(0, 5).c_str() : "-", seconds);
+  std::printf(
+      "%-10s %-8d %-8llu %-8.3f %-12s %-10s %-8.1f\n", split.c_str(), result->prompts,
+      static_cast<unsigned long long>(version), result->greedy_accuracy,
+      k > 0 ? (std::to_string(result->pass_at_k).substr(0, 5) + " (k=" + std::to_string(k) + ")")
+                  .c_str()
+            : "-",
+      k > 0 ? std::to_string(result->sample_accuracy).substr(0, 5).c_str() : "-", seconds);
   if (!json_path.empty()) {
     nlohmann::json j = {{"greedy_accuracy", result->greedy_accuracy},
                         {"pass_at_k", result->pass_at_k},

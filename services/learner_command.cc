@@ -138,7 +138,9 @@ int LearnerCommand(int argc, char** argv) {
   options.metrics_jsonl =
       !metrics_jsonl.empty() || run_dir.empty() ? metrics_jsonl : run_dir + "/metrics.jsonl";
   options.ledger_path = ledger;
-  if (base_weights.empty()) {
+  // A Hugging Face model's base is its own weights (model.hf_path); only an
+  // explicit --base_weights replaces them.
+  if (base_weights.empty() && config->model.hf_path.empty()) {
     base_weights = config->pretrain.checkpoint;
     FILE* f = std::fopen(base_weights.c_str(), "rb");
     if (f == nullptr) {

@@ -27,6 +27,10 @@ constexpr Command kCommands[] = {
      rlvr::services::EvalCommand},
     {"tokenize", "Token ids of JSONL texts with a Hugging Face tokenizer.json.",
      rlvr::services::TokenizeCommand},
+    {"score", "Per-token log-probs and greedy tokens of sequences under a policy (JSONL).",
+     rlvr::services::ScoreCommand},
+    {"export", "A checkpoint of a Hugging Face model as a Hugging Face directory again.",
+     rlvr::services::ExportCommand},
 };
 
 void PrintHelp() {

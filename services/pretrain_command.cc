@@ -6,6 +6,7 @@
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/policy/evaluate.h"
+#include "common/policy/factory.h"
 #include "common/policy/model.h"
 #include "common/policy/pretrain.h"
 #include "common/policy/weights.h"
@@ -29,7 +30,8 @@ int PretrainCommand(int argc, char** argv) {
                 "warm-up and cosine decay, grad clipping. Writes the weight blob (version 0)\n"
                 "atomically to --out or pretrain.checkpoint, creating directories.");
   flags.String("config", &config_path, "Run config YAML (model, task, pretrain sections).");
-  flags.StringList("set", &overrides, "Override a config key: --set pretrain.steps=100 (repeatable).");
+  flags.StringList("set", &overrides,
+                   "Override a config key: --set pretrain.steps=100 (repeatable).");
   flags.String("out", &out, "Output weight file; empty = pretrain.checkpoint from the config.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
   flags.Int("log_every", &log_every, "Print a progress line every this many steps.");
@@ -52,25 +54,34 @@ int PretrainCommand(int argc, char** argv) {
     return 2;
   }
   if (out.empty()) out = config->pretrain.checkpoint;
-  auto tokenizer = MakeCharTokenizer();
+  // The model's shape, tokenizer and starting weights (model.hf_path: that
+  // model, fine-tuned on the task's answers).
+  auto resolved = policy::ResolvePolicy(config->model);
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(resolved.status().message()).c_str());
+    return 2;
+  }
+  const Tokenizer* tokenizer = resolved->tokenizer.get();
   TaskOptions task_options;
   task_options.max_prompt_tokens = MaxPromptTokens(*config);
+  task_options.model_dir = config->model.hf_path;
   auto task = MakeTask(config->task, *tokenizer, task_options);
   if (!task.ok()) {
     std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(task.status().message()).c_str());
     return 2;
   }
-  auto model = policy::CreateTransformer(config->model, tokenizer->vocab_size(),
-                                         static_cast<uint64_t>(config->pretrain.seed));
+  auto model = policy::CreateInitialPolicy(resolved->model, resolved->vocab_size,
+                                           static_cast<uint64_t>(config->pretrain.seed));
   if (!model.ok()) {
     std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(model.status().message()).c_str());
     return 2;
   }
-  std::printf("pretrain: task %s (%zu train prompts), model %lld parameters, %d steps x %d, "
-              "%d threads\n",
-              (*task)->name().c_str(), (*task)->train().size(),
-              static_cast<long long>((*model)->num_parameters()), config->pretrain.steps,
-              config->pretrain.batch_size, threads);
+  std::printf(
+      "pretrain: task %s (%zu train prompts), model %lld parameters, %d steps x %d, "
+      "%d threads\n",
+      (*task)->name().c_str(), (*task)->train().size(),
+      static_cast<long long>((*model)->num_parameters()), config->pretrain.steps,
+      config->pretrain.batch_size, threads);
   std::fflush(stdout);
   policy::PretrainOptions options;
   options.config = config->pretrain;
@@ -96,10 +107,11 @@ int PretrainCommand(int argc, char** argv) {
   std::printf("pretrain: done, %d steps on %d prompts in %.1fs, final loss %.4f -> %s\n",
               result->steps, result->examples, result->seconds, result->final_loss, out.c_str());
   if (config->pretrain.stop_accuracy > 0) {
-    std::printf("pretrain: validation greedy accuracy %.3f on %d training-split prompts (%s %.3f)\n",
-                result->validation_accuracy, config->pretrain.validation_prompts,
-                result->reached_stop_accuracy ? "reached the stop accuracy" : "never reached",
-                config->pretrain.stop_accuracy);
+    std::printf(
+        "pretrain: validation greedy accuracy %.3f on %d training-split prompts (%s %.3f)\n",
+        result->validation_accuracy, config->pretrain.validation_prompts,
+        result->reached_stop_accuracy ? "reached the stop accuracy" : "never reached",
+        config->pretrain.stop_accuracy);
   }
   if (eval_prompts > 0) {
     std::vector<Prompt> prompts = (*task)->heldout();

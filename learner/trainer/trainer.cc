@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/lr_schedule.h"
 #include "common/metrics.h"
+#include "common/policy/factory.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
 #include "common/splitmix.h"
@@ -142,9 +143,10 @@ class Trainer::Impl {
     {
       static std::mutex* init_mutex = new std::mutex;
       std::lock_guard<std::mutex> init_lock(*init_mutex);
-      ASSIGN_OR_RETURN(model_, policy::CreateTransformer(options_.model, vocab, init_seed));
+      // The starting policy: model.hf_path's weights, or the seeded init.
+      ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
       if (options_.loss.kl_coef > 0) {
-        ASSIGN_OR_RETURN(reference_, policy::CreateTransformer(options_.model, vocab, init_seed));
+        ASSIGN_OR_RETURN(reference_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
       }
     }
     // Base weights are read by rank 0 only; the other ranks get rank 0's
@@ -616,5 +618,15 @@ absl::StatusOr<std::string> Trainer::Resume() {
 policy::Transformer& Trainer::model() { return impl_->model_; }
 
 double Trainer::current_lr() const { return impl_->LearningRate(impl_->optimizer_steps_); }
+
+absl::StatusOr<std::string> ReadCheckpointWeights(const std::string& checkpoint_path) {
+  ASSIGN_OR_RETURN(CheckpointData data, Checkpointer::Read(checkpoint_path));
+  auto it = data.parts.find(kPartModel);
+  if (it == data.parts.end()) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", checkpoint_path, " lacks part ", kPartModel));
+  }
+  return std::move(it->second);
+}
 
 }  // namespace rlvr::learner

@@ -179,6 +179,12 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The model weight blob (policy::SerializeWeights, tagged with the policy
+// version) of one checkpoint directory written by SaveCheckpoint (a
+// `ckpt-<step>` path), after verifying the checkpoint: what `rlvr score`,
+// `rlvr export` and `rlvr eval` read. DataLoss/NotFound naming the part.
+absl::StatusOr<std::string> ReadCheckpointWeights(const std::string& checkpoint_path);
+
 }  // namespace rlvr::learner
 
 #endif  // RLVR_LEARNER_TRAINER_TRAINER_H_

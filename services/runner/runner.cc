@@ -123,8 +123,17 @@ void Supervisor::Print(const std::string& line, bool transient) {
 }
 
 absl::Status Supervisor::PrepareBase() {
+  // A Hugging Face model (model.hf_path) starts from its own weights: there
+  // is nothing to pretrain, and the base evaluation evaluates those.
+  const bool hf = !config_.model.hf_path.empty();
+  if (hf && !fs::exists(fs::path(config_.model.hf_path) / "config.json")) {
+    return absl::NotFoundError(absl::StrCat(
+        "model.hf_path ", config_.model.hf_path,
+        " has no config.json (configs/tiny-qwen3.yaml's model is made by "
+        "`bash scripts/make-tiny-qwen3`)"));
+  }
   const std::string& base = config_.pretrain.checkpoint;
-  if (!fs::exists(base)) {
+  if (!hf && !fs::exists(base)) {
     Print(absl::StrCat("pretraining the base policy -> ", base, " (log: ", Log("pretrain"), ")"),
           false);
     auto t0 = Clock::now();
@@ -134,9 +143,11 @@ absl::Status Supervisor::PrepareBase() {
   }
   std::string base_eval = run_dir_ + "/base_eval.json";
   if (!fs::exists(base_eval)) {
-    RETURN_IF_ERROR(RunToCompletion({options_.binary, "eval", "--config", config_path_, "--weights",
-                                     base, "--json", base_eval},
-                                    Log("base_eval"), "base eval", options_.stop_requested));
+    std::vector<std::string> argv = {options_.binary, "eval", "--config", config_path_, "--json",
+                                     base_eval};
+    if (!hf) argv.insert(argv.end(), {"--weights", base});
+    RETURN_IF_ERROR(
+        RunToCompletion(argv, Log("base_eval"), "base eval", options_.stop_requested));
   }
   return absl::OkStatus();
 }

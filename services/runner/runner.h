@@ -2,7 +2,8 @@
 //
 // Starts, as child processes of the same binary on 127.0.0.1, the learner
 // rank(s) and N actors; pretrains the base policy first when its weight file
-// is missing; shows live progress; restarts crashed actors; stops everything
+// is missing (never for a Hugging Face model, model.hf_path: its own weights
+// are the base); shows live progress; restarts crashed actors; stops everything
 // on Ctrl-C/SIGTERM (the learner writes a final checkpoint); and at the end
 // writes summary.json and plot.png into the run directory.
 //
