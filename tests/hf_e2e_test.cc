@@ -237,6 +237,33 @@ TEST(HfEndToEndTest, RunExportScoreRoundTrip) {
   EXPECT_EQ(rows[1]["ids"], nlohmann::json({256, 49, 50, 43, 51, 52, 61, 52, 54}));
   EXPECT_TRUE(rows[2]["logprobs"].empty());
   for (const auto& lp : rows[0]["logprobs"]) EXPECT_LE(lp.get<double>(), 0.0);
+
+  // An independent reader and float64 forward (scripts/hf-reference-score,
+  // numpy only) agrees with rlvr's scores of the exported files, and tells
+  // them from the source's.
+  const std::string reference = "/usr/bin/python3 " + std::string(src) +
+                                "/scripts/hf-reference-score " + exported.string() + " " +
+                                (dir / "export.jsonl").string();
+  const std::string reference_out = (dir / "reference.out").string();
+  EXPECT_EQ(Shell(reference + " > " + reference_out + " 2>&1"), 0) << Slurp(reference_out);
+  EXPECT_NE(Shell("/usr/bin/python3 " + std::string(src) + "/scripts/hf-reference-score " +
+                  model.string() + " " + (dir / "export.jsonl").string() + " > " + reference_out +
+                  " 2>&1"),
+            0)
+      << Slurp(reference_out);
+
+  // Exported as bfloat16: the reference reads the BF16 tensors itself.
+  const fs::path bf16 = dir / "exported-bf16";
+  ASSERT_EQ(Shell(std::string(bin) + " export --dtype bf16 --checkpoint " + ckpt.string() +
+                  " --out " + bf16.string() + " > " + export_out + " 2>&1"),
+            0)
+      << Slurp(export_out);
+  score("--model " + bf16.string(), "bf16.jsonl");
+  EXPECT_EQ(
+      Shell("/usr/bin/python3 " + std::string(src) + "/scripts/hf-reference-score " +
+            bf16.string() + " " + (dir / "bf16.jsonl").string() + " > " + reference_out + " 2>&1"),
+      0)
+      << Slurp(reference_out);
 }
 
 }  // namespace
