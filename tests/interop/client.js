@@ -52,8 +52,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const def = protoLoader.loadSync(
-    ["rlvr/v1/session.proto", "rlvr/v1/weights.proto", "health.proto"],
-    { includeDirs: [args.proto_dir, __dirname], keepCase: true, longs: String, enums: String,
+    ["rlvr/v1/session.proto", "rlvr/v1/weights.proto", "grpc/health/v1/health.proto"],
+    { includeDirs: [args.proto_dir], keepCase: true, longs: String, enums: String,
       defaults: true, oneofs: true });
   const pkg = grpc.loadPackageDefinition(def);
   // Default options (4 MiB receive limit, no compression) plus keepalive.
