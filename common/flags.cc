@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -28,8 +29,8 @@ void FlagSet::Bool(std::string name, bool* out, std::string help) {
   flags_.push_back({std::move(name), out, std::move(help), *out ? "true" : "false"});
 }
 void FlagSet::StringList(std::string name, std::vector<std::string>* out, std::string help) {
-  flags_.push_back({std::move(name), out, std::move(help),
-                    absl::StrCat("[", absl::StrJoin(*out, ", "), "]")});
+  flags_.push_back(
+      {std::move(name), out, std::move(help), absl::StrCat("[", absl::StrJoin(*out, ", "), "]")});
 }
 
 FlagSet::Flag* FlagSet::Find(const std::string& name) {
@@ -123,11 +124,23 @@ absl::Status FlagSet::Parse(int argc, char** argv) {
   return absl::OkStatus();
 }
 
+std::optional<int> FlagSet::ParseCommandLine(int argc, char** argv) {
+  if (absl::Status s = Parse(argc - 1, argv + 1); !s.ok()) {
+    std::fprintf(stderr, "rlvr %s: %s\n", command_.c_str(), std::string(s.message()).c_str());
+    return 2;
+  }
+  if (help_requested_) {
+    std::printf("%s", Usage().c_str());
+    return 0;
+  }
+  return std::nullopt;
+}
+
 std::string FlagSet::Usage() const {
-  std::string out = absl::StrCat("usage: rlvr ", command_, " [flags]\n\n", summary_, "\n\nflags:\n");
+  std::string out =
+      absl::StrCat("usage: rlvr ", command_, " [flags]\n\n", summary_, "\n\nflags:\n");
   for (const auto& f : flags_) {
-    absl::StrAppend(&out, "  --", f.name, " (default ", f.default_text, ")\n      ", f.help,
-                    "\n");
+    absl::StrAppend(&out, "  --", f.name, " (default ", f.default_text, ")\n      ", f.help, "\n");
   }
   absl::StrAppend(&out, "  --help\n      Print this message and exit.\n");
   return out;

@@ -8,6 +8,7 @@
 #define RLVR_COMMON_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -30,6 +31,12 @@ class FlagSet {
 
   // Parses argv[0..argc) (the arguments after the subcommand name).
   absl::Status Parse(int argc, char** argv);
+
+  // What every `rlvr <command>` main does with its arguments: parses
+  // argv[1..argc) (argv[0] is the subcommand); on a bad flag prints
+  // "rlvr <command>: <error>" to stderr and returns 2; on --help prints
+  // Usage() to stdout and returns 0; otherwise returns nullopt (go on).
+  std::optional<int> ParseCommandLine(int argc, char** argv);
 
   // True if --help or -h was given; the caller prints Usage() and exits 0.
   bool help_requested() const { return help_requested_; }

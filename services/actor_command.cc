@@ -92,13 +92,7 @@ int ActorCommand(int argc, char** argv) {
   flags.String("tls_key", &tls_key, "PEM private key of --tls_cert.");
   flags.String("auth_token_file", &auth_token_file,
                "File with the learner's bearer token; empty = none.");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    return Fail(std::string(s.message()));
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   if (learner.empty()) return Fail("--learner is required (host:port)");
 
   LoggingOptions logging;

@@ -51,14 +51,7 @@ int EvalCommand(int argc, char** argv) {
   flags.Int64("seed", &seed, "Sampling seed for pass@k.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
   flags.Int("show", &show, "Also print the first N prompts with their greedy completions.");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   LoggingOptions logging;
   logging.program = "rlvr-eval";
   InitLogging(logging);

@@ -150,14 +150,7 @@ int ExportCommand(int argc, char** argv) {
                "of --config, or of the checkpoint's run config.yaml.");
   flags.String("config", &config_path, "Run config YAML naming model.hf_path.");
   flags.StringList("set", &overrides, "Override a config key (repeatable).");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr export: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   LoggingOptions logging;
   logging.program = "rlvr-export";
   InitLogging(logging);

@@ -111,13 +111,7 @@ int LearnerCommand(int argc, char** argv) {
                "PEM CA for client certificates; set = mutual TLS required.");
   flags.String("auth_token_file", &auth_token_file,
                "File with the bearer token callers must present; empty = none.");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    return Fail(std::string(s.message()));
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
 
   LoggingOptions logging;
   logging.program = "rlvr-learner";

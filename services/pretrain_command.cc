@@ -37,14 +37,7 @@ int PretrainCommand(int argc, char** argv) {
   flags.Int("log_every", &log_every, "Print a progress line every this many steps.");
   flags.Int("eval_prompts", &eval_prompts,
             "After training, print greedy accuracy on this many held-out prompts (0 = skip).");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   LoggingOptions logging;
   logging.program = "rlvr-pretrain";
   InitLogging(logging);

@@ -46,14 +46,7 @@ int RunCommand(int argc, char** argv) {
   flags.Bool("no_live", &no_live, "One progress line per update instead of a live line.");
   flags.Int("max_actor_restarts", &max_restarts, "Give up after this many actor crashes.");
   flags.Bool("help_config", &help_config, "List every config key with its type and default.");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr run: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   if (help_config) {
     RunConfig defaults;
     ConfigSchema schema;

@@ -80,14 +80,7 @@ int ScoreCommand(int argc, char** argv) {
                "Hugging Face weights of model.hf_path.");
   flags.String("input", &input, "JSONL file of sequences ('-' = stdin). Required.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr score: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   LoggingOptions logging;
   logging.program = "rlvr-score";
   InitLogging(logging);

@@ -26,14 +26,7 @@ int TokenizeCommand(int argc, char** argv) {
   flags.String("input", &input, "JSONL input; - reads stdin.");
   flags.Bool("add_special", &add_special, "Prepend BOS when the model adds one (adds_bos()).");
   flags.Bool("skip_special", &skip_special, "Decode without special tokens (as training does).");
-  if (absl::Status s = flags.Parse(argc - 1, argv + 1); !s.ok()) {
-    std::fprintf(stderr, "rlvr tokenize: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
+  if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   if (tokenizer_path.empty()) {
     std::fprintf(stderr, "rlvr tokenize: --tokenizer is required\n");
     return 2;
