@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -82,7 +83,15 @@ void ActorImpl::GenerationLoop() {
         stats_.generate_seconds += result->generate_seconds;
       }
       if (finish.kind == LeaseBook::Finish::kGiveBack) SendGiveBackLocked(finish.give_back);
-      if (finish.kind == LeaseBook::Finish::kSubmit && outbox_ != nullptr) {
+      if (finish.kind == LeaseBook::Finish::kSubmit && !finish.revoked.empty()) {
+        // Revoked while generating: the learner re-queued them; never sent.
+        std::erase_if(result->groups, [&](const rlvr::v1::RolloutGroup& g) {
+          return std::find(finish.revoked.begin(), finish.revoked.end(), g.lease_id()) !=
+                 finish.revoked.end();
+        });
+      }
+      if (finish.kind == LeaseBook::Finish::kSubmit && outbox_ != nullptr &&
+          !result->groups.empty()) {
         // The batch's groups finish together: as few messages as the
         // learner's Welcome allows (one RolloutBatch, answered by one AckBatch).
         for (rlvr::v1::ActorMessage& msg :

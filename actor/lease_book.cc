@@ -120,6 +120,7 @@ LeaseBook::Take LeaseBook::TakeBatch(uint64_t version, absl::Time now) {
     generating_ = true;
     batch_session_ = session_;
     batch_abandoned_ = false;
+    batch_revoked_.clear();
   }
   return take;
 }
@@ -130,11 +131,19 @@ LeaseBook::Finish LeaseBook::FinishBatch(bool ok) {
   Finish finish;
   std::vector<uint64_t> ids = std::move(batch_ids_);
   batch_ids_.clear();
+  // Revoked leases ended already; the rest of the batch ends here.
+  std::erase_if(ids, [this](uint64_t id) {
+    return std::find(batch_revoked_.begin(), batch_revoked_.end(), id) != batch_revoked_.end();
+  });
+  finish.revoked = std::move(batch_revoked_);
+  batch_revoked_.clear();
   if (batch_abandoned_) {
     finish.kind = Finish::kAbandoned;
+    finish.revoked.clear();
   } else if (!open_ || batch_session_ != session_) {
     finish.kind = Finish::kDropped;
     counters_.dropped += ids.size();
+    finish.revoked.clear();
   } else if (ok) {
     finish.kind = Finish::kSubmit;
     for (uint64_t id : ids) state_[id] = State::kAwaitingAck;
@@ -144,8 +153,27 @@ LeaseBook::Finish LeaseBook::FinishBatch(bool ok) {
     for (uint64_t id : ids) state_.erase(id);
     counters_.given_back += ids.size();
     finish.give_back = GiveBack{std::move(ids), "generation error"};
+    finish.revoked.clear();
   }
   return finish;
+}
+
+int LeaseBook::Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids) {
+  if (!open_ || session != session_) return 0;
+  int revoked = 0;
+  for (uint64_t id : lease_ids) {
+    auto it = state_.find(id);
+    if (it == state_.end() || it->second == State::kAwaitingAck) continue;
+    if (it->second == State::kQueued) {
+      std::erase_if(queued_, [id](const Queued& q) { return q.lease.lease_id() == id; });
+    } else {
+      batch_revoked_.push_back(id);
+    }
+    state_.erase(it);
+    ++revoked;
+  }
+  counters_.revoked += static_cast<uint64_t>(revoked);
+  return revoked;
 }
 
 bool LeaseBook::Ack(uint64_t lease_id) {
@@ -164,7 +192,11 @@ GiveBack LeaseBook::GiveBackUnfinished(bool abandon_batch) {
   if (!open_) return out;
   if (abandon_batch && generating_ && batch_session_ == session_ && !batch_abandoned_) {
     batch_abandoned_ = true;
-    out.lease_ids = batch_ids_;
+    for (uint64_t id : batch_ids_) {
+      if (std::find(batch_revoked_.begin(), batch_revoked_.end(), id) == batch_revoked_.end()) {
+        out.lease_ids.push_back(id);
+      }
+    }
   }
   for (const Queued& q : queued_) out.lease_ids.push_back(q.lease.lease_id());
   queued_.clear();
@@ -176,7 +208,7 @@ GiveBack LeaseBook::GiveBackUnfinished(bool abandon_batch) {
 int LeaseBook::held() const {
   int held = static_cast<int>(queued_.size());
   if (generating_ && open_ && batch_session_ == session_ && !batch_abandoned_) {
-    held += static_cast<int>(batch_ids_.size());
+    held += static_cast<int>(batch_ids_.size() - batch_revoked_.size());
   }
   return held;
 }

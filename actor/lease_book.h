@@ -11,12 +11,15 @@
 //              │ (deadline passed, weights never came,     └ error: given back
 //              │  shutdown)  given back  └ shutdown past the deadline: given back
 //              └ CloseSession (the session broke): dropped
+//   queued or generating ─► Revoke (the learner took it back): revoked
 //
 // and ends in exactly one of: submitted (its group was handed to the
 // session), given back (the caller sends its id in a ReturnLeases on the
-// session it came from), or dropped (its session broke; the learner re-queues
-// every lease of a dead session itself). A lease of a dead session is never
-// submitted or given back on a later session, and no lease is submitted twice.
+// session it came from), dropped (its session broke; the learner re-queues
+// every lease of a dead session itself), or revoked (the learner re-queued it
+// already because its group would arrive stale: a queued one is never
+// generated, a generating one's group is left out of the batch's submission). A lease of a dead
+// session is never submitted or given back on a later session, and no lease is submitted twice.
 // Leases the book refuses at Grant are given back at once (shutting down,
 // invalid, over capacity) or ignored (a wrong session or an id already held:
 // the learner never does that).
@@ -67,6 +70,7 @@ struct LeaseBookCounters {
   uint64_t acked = 0;         // Acks that matched a submitted lease.
   uint64_t unknown_acks = 0;  // Acks for no lease awaiting one on the session.
   uint64_t ignored = 0;       // Grants of an id already held.
+  uint64_t revoked = 0;       // Queued or generating leases the learner revoked.
   int max_held = 0;           // High-water mark of held().
 };
 
@@ -127,6 +131,8 @@ class LeaseBook {
     };
     Kind kind = kSubmit;
     GiveBack give_back;
+    // kSubmit: leases of the batch revoked while it ran; leave their groups out.
+    std::vector<uint64_t> revoked;
   };
   // The batch in generation ended (`ok`: its groups exist). Requires generating().
   Finish FinishBatch(bool ok);
@@ -134,6 +140,12 @@ class LeaseBook {
   // An Ack for `lease_id` arrived on the open session. True if it matched a
   // submitted lease awaiting one (each is matched once).
   bool Ack(uint64_t lease_id);
+
+  // The learner revoked `lease_ids` on `session` (a LeaseRevocation): queued
+  // ones are forgotten, generating ones are left out at FinishBatch; ids
+  // awaiting an ack, unknown or of another session are ignored. Returns how
+  // many were revoked. Nothing is given back: the learner re-queued them.
+  int Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids);
 
   // ---- Shutdown.
 
@@ -144,7 +156,8 @@ class LeaseBook {
   // GiveBack ("sigterm"); empty if there is nothing or no session.
   GiveBack GiveBackUnfinished(bool abandon_batch);
 
-  // Leases held on the open session: queued + generating (unless abandoned).
+  // Leases held on the open session: queued + generating (unless abandoned
+  // or revoked).
   int held() const;
   int queued() const { return static_cast<int>(queued_.size()); }
   // Submitted leases of the open session still awaiting an ack.
@@ -174,6 +187,7 @@ class LeaseBook {
   std::vector<uint64_t> batch_ids_;
   uint64_t batch_session_ = 0;
   bool batch_abandoned_ = false;
+  std::vector<uint64_t> batch_revoked_;  // Ids of the batch revoked meanwhile.
   LeaseBookCounters counters_;
 };
 

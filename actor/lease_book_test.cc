@@ -171,6 +171,35 @@ TEST(LeaseBookTest, AFailedBatchIsGivenBack) {
   EXPECT_EQ(f.give_back.reason, "generation error");
 }
 
+TEST(LeaseBookTest, RevokedLeasesAreNeitherGeneratedNorSubmittedNorReturned) {
+  LeaseBook book(Options(3));
+  const uint64_t s = book.OpenSession();
+  for (uint64_t id : {1, 2, 3}) book.Grant(s, MakeLease(id), kT0);
+  LeaseBook::Take take = book.TakeBatch(1, kT0);
+  ASSERT_EQ(Ids(take.batch), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(book.Grant(s, MakeLease(4), kT0).kind, LeaseBook::Admission::kGiveBack);
+  // Two of the batch revoked (and ids of nothing, and of another session).
+  EXPECT_EQ(book.Revoke(s + 1, {1}), 0);
+  EXPECT_EQ(book.Revoke(s, {1, 3, 99}), 2);
+  EXPECT_EQ(book.held(), 1);
+  // The revoked ones no longer count against the capacity.
+  EXPECT_EQ(book.Grant(s, MakeLease(4), kT0).kind, LeaseBook::Admission::kQueued);
+  EXPECT_EQ(book.Grant(s, MakeLease(5), kT0).kind, LeaseBook::Admission::kQueued);
+  EXPECT_EQ(book.Revoke(s, {5}), 1);  // A queued one: forgotten.
+  EXPECT_EQ(book.queued(), 1);
+  LeaseBook::Finish f = book.FinishBatch(true);
+  EXPECT_EQ(f.kind, LeaseBook::Finish::kSubmit);
+  EXPECT_EQ(f.revoked, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(book.awaiting_ack(), 1);
+  EXPECT_TRUE(book.Ack(2));
+  EXPECT_FALSE(book.Ack(1));
+  EXPECT_EQ(book.counters().submitted, 1u);
+  EXPECT_EQ(book.counters().revoked, 3u);
+  EXPECT_EQ(Ids(book.TakeBatch(1, kT0).batch), (std::vector<uint64_t>{4}));
+  EXPECT_EQ(book.Revoke(s, {4}), 1);
+  EXPECT_TRUE(book.GiveBackUnfinished(/*abandon_batch=*/true).lease_ids.empty());
+}
+
 // ---------------------------------------------------------------- random
 
 // A SplitMix64 stream per seed; each seed starts at a scrambled point, so
@@ -216,13 +245,14 @@ class Reference {
     for (const Lease& l : queued) {
       if (l.id == id) return true;
     }
+    const std::vector<uint64_t> live = Live();
     const bool in_batch = generating && batch_session == session && !abandoned &&
-                          std::count(batch.begin(), batch.end(), id) > 0;
+                          std::count(live.begin(), live.end(), id) > 0;
     return in_batch || awaiting.count(id) > 0;
   }
   int Held() const {
     int n = static_cast<int>(queued.size());
-    if (generating && open && batch_session == session && !abandoned) n += batch.size();
+    if (generating && open && batch_session == session && !abandoned) n += Live().size();
     return n;
   }
   // kind: 0 queued, 1 give back, 2 ignored.
@@ -250,12 +280,43 @@ class Reference {
   std::vector<uint64_t> batch;
   uint64_t batch_session = 0;
   bool abandoned = false;
+  std::vector<uint64_t> revoked;  // Of the batch in generation.
   std::set<uint64_t> awaiting;
+
+  // The batch's leases not revoked.
+  std::vector<uint64_t> Live() const {
+    std::vector<uint64_t> out;
+    for (uint64_t id : batch) {
+      if (std::count(revoked.begin(), revoked.end(), id) == 0) out.push_back(id);
+    }
+    return out;
+  }
+  // Revoked ids that were held (queued or in the live batch), in order.
+  std::vector<uint64_t> Revoke(uint64_t s, const std::vector<uint64_t>& ids) {
+    std::vector<uint64_t> out;
+    if (!open || s != session) return out;
+    for (uint64_t id : ids) {
+      auto q =
+          std::find_if(queued.begin(), queued.end(), [&](const Lease& l) { return l.id == id; });
+      if (q != queued.end()) {
+        queued.erase(q);
+        out.push_back(id);
+        continue;
+      }
+      const std::vector<uint64_t> live = Live();
+      if (generating && batch_session == session && !abandoned &&
+          std::count(live.begin(), live.end(), id) > 0) {
+        revoked.push_back(id);
+        out.push_back(id);
+      }
+    }
+    return out;
+  }
 };
 
 // What became of each lease the book queued, from the book's own outputs.
 struct Ledger {
-  std::map<uint64_t, int> submitted, given_back, dropped;
+  std::map<uint64_t, int> submitted, given_back, dropped, revoked;
   std::set<uint64_t> queued;
 
   int Endings(uint64_t id) const {
@@ -263,7 +324,7 @@ struct Ledger {
       auto it = m.find(id);
       return it == m.end() ? 0 : it->second;
     };
-    return count(submitted) + count(given_back) + count(dropped);
+    return count(submitted) + count(given_back) + count(dropped) + count(revoked);
   }
 };
 
@@ -274,6 +335,7 @@ struct Coverage {
   int orphan_at_give_back = 0;  // Shutdown give-back while such a batch ran.
   int abandoned = 0;            // A live batch abandoned at shutdown.
   int expired = 0, stale = 0;   // Give-backs by deadline and by missing weights.
+  int revoked_generating = 0;   // Leases revoked while their batch ran.
 };
 
 void RunSequence(uint64_t seed, int steps, Coverage* coverage) {
@@ -384,27 +446,49 @@ void RunSequence(uint64_t seed, int steps, Coverage* coverage) {
         ref.batch = ready;
         ref.batch_session = ref.session;
         ref.abandoned = false;
+        ref.revoked.clear();
       }
     } else if (op < 80) {  // The batch ends.
       if (!ref.generating) continue;
       const bool ok = rng.Chance(90);
       LeaseBook::Finish f = book.FinishBatch(ok);
       ref.generating = false;
+      const std::vector<uint64_t> live = ref.Live();
       if (ref.abandoned) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kAbandoned);
       } else if (!ref.open || ref.batch_session != ref.session) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kDropped);
         ++coverage->orphan_dropped;
-        end_all(ref.batch, &ledger.dropped);
+        end_all(live, &ledger.dropped);
       } else if (ok) {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kSubmit);
-        end_all(ref.batch, &ledger.submitted);
-        ref.awaiting.insert(ref.batch.begin(), ref.batch.end());
+        ASSERT_EQ(f.revoked, ref.revoked);
+        end_all(live, &ledger.submitted);
+        ref.awaiting.insert(live.begin(), live.end());
       } else {
         ASSERT_EQ(f.kind, LeaseBook::Finish::kGiveBack);
-        check_give_back(f.give_back, ref.batch, "generation error");
+        check_give_back(f.give_back, live, "generation error");
         end_all(f.give_back.lease_ids, &ledger.given_back);
       }
+    } else if (op < 84) {  // The learner revokes leases (held ones, others, unknown ids).
+      std::vector<uint64_t> ids;
+      for (const auto& l : ref.queued) {
+        if (rng.Chance(40)) ids.push_back(l.id);
+      }
+      for (uint64_t id : ref.batch) {
+        if (rng.Chance(40)) ids.push_back(id);
+      }
+      for (uint64_t id : ref.awaiting) {
+        if (rng.Chance(20)) ids.push_back(id);
+      }
+      if (rng.Chance(20)) ids.push_back(next_id + 7);
+      uint64_t s = ref.session;
+      if (rng.Chance(5)) s = rng.Below(ref.session + 2);
+      const bool batch_running = ref.generating && ref.batch_session == ref.session;
+      const std::vector<uint64_t> want = ref.Revoke(s, ids);
+      ASSERT_EQ(book.Revoke(s, ids), static_cast<int>(want.size()));
+      if (batch_running && !ref.revoked.empty()) ++coverage->revoked_generating;
+      end_all(want, &ledger.revoked);
     } else if (op < 90) {  // An ack (sometimes for nothing, sometimes twice).
       uint64_t id = next_id > 1 ? 1 + rng.Below(next_id - 1) : 1;
       if (!ref.awaiting.empty() && rng.Chance(80)) {
@@ -435,7 +519,7 @@ void RunSequence(uint64_t seed, int steps, Coverage* coverage) {
       if (ref.open) {
         if (abandon && ref.generating && ref.batch_session == ref.session && !ref.abandoned) {
           ref.abandoned = true;
-          want = ref.batch;
+          want = ref.Live();
           ++coverage->abandoned;
         }
         for (const auto& l : ref.queued) want.push_back(l.id);
@@ -457,7 +541,7 @@ void RunSequence(uint64_t seed, int steps, Coverage* coverage) {
   if (book.session_open()) end_all(book.CloseSession(), &ledger.dropped);
   if (book.generating()) {
     LeaseBook::Finish f = book.FinishBatch(true);
-    if (f.kind == LeaseBook::Finish::kDropped) end_all(ref.batch, &ledger.dropped);
+    if (f.kind == LeaseBook::Finish::kDropped) end_all(ref.Live(), &ledger.dropped);
   }
   for (uint64_t id : ledger.queued) ASSERT_EQ(ledger.Endings(id), 1) << "lease " << id;
   const LeaseBookCounters& c = book.counters();
@@ -476,11 +560,12 @@ TEST(LeaseBookTest, RandomSequencesMatchTheReferenceAndLoseNothing) {
   EXPECT_GT(coverage.abandoned, 0);
   EXPECT_GT(coverage.expired, 0);
   EXPECT_GT(coverage.stale, 0);
+  EXPECT_GT(coverage.revoked_generating, 0);
   std::printf(
       "coverage: %d orphan batches dropped, %d give-backs with an orphan batch running, "
-      "%d batches abandoned, %d expiries, %d stale give-backs\n",
+      "%d batches abandoned, %d expiries, %d stale give-backs, %d revocations mid-batch\n",
       coverage.orphan_dropped, coverage.orphan_at_give_back, coverage.abandoned, coverage.expired,
-      coverage.stale);
+      coverage.stale, coverage.revoked_generating);
 }
 
 }  // namespace

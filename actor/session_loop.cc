@@ -150,6 +150,18 @@ bool ActorImpl::RunOneSession() {
       case rlvr::v1::LearnerMessage::kAckBatch:
         for (const rlvr::v1::Ack& ack : msg.ack_batch().acks()) HandleAck(ack);
         break;
+      case rlvr::v1::LearnerMessage::kLeaseRevocation: {
+        const auto& ids = msg.lease_revocation().lease_ids();
+        absl::MutexLock lock(&mu_);
+        const int revoked = book_.Revoke(session, std::vector<uint64_t>(ids.begin(), ids.end()));
+        if (revoked > 0) {
+          VLOG(1) << "learner revoked " << revoked << " leases at version "
+                  << msg.lease_revocation().version();
+          UpdateLeaseGaugeLocked();
+          gen_cv_.SignalAll();
+        }
+        break;
+      }
       case rlvr::v1::LearnerMessage::kWeightsAvailable: {
         absl::MutexLock lock(&mu_);
         latest_known_version_ = std::max(latest_known_version_, msg.weights_available().version());

@@ -104,6 +104,8 @@ class RankZero {
   LedgerWriter ledger_;
   uint64_t last_checkpoint_step_ = 0;
   bool checkpointed_once_ = false;
+  // Ingest totals at the previous metrics.jsonl line (per-update counts).
+  IngestSnapshot counted_;
 
   absl::Mutex figures_mu_;
   UpdateFigures figures_ ABSL_GUARDED_BY(figures_mu_);
@@ -366,6 +368,17 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
     j["tokens"] = d.tokens;
     j["step_seconds"] = r.step_seconds;
     j["staleness"] = staleness;
+    // Waste, per update: groups accepted since the previous line, and groups
+    // not trained on by reason (stale: dropped from the buffer since the
+    // previous line; the others: dropped by this update's batcher).
+    const IngestSnapshot in = ingest_->Snapshot();
+    j["groups_accepted"] = in.groups_accepted - counted_.groups_accepted;
+    j["groups_dropped"] = {{"stale", in.groups_dropped_stale - counted_.groups_dropped_stale},
+                           {"zero_variance", r.diagnostics.groups_dropped_zero_variance},
+                           {"balance", r.diagnostics.groups_dropped_balance},
+                           {"trust_region", r.diagnostics.groups_dropped_trust_region}};
+    j["leases_revoked"] = in.leases_revoked - counted_.leases_revoked;
+    counted_ = in;
     if (heldout >= 0) j["heldout_accuracy"] = heldout;
     if (!clamped.empty()) j["diagnostics_clamped"] = clamped;
     j["time"] = now;

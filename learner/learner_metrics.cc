@@ -55,6 +55,8 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
   leases_granted = C(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
   leases_reissued = C(r, "rlvr_learner_leases_reissued_total",
                       "Leases whose prompt went back to the queue.");
+  leases_revoked = C(r, "rlvr_learner_leases_revoked_total",
+                     "Leases revoked at a new version because their groups would be stale.");
   leases_outstanding = G(r, "rlvr_learner_leases_outstanding", "Leases granted, not answered.");
   actors_connected = G(r, "rlvr_learner_actors_connected", "Actor sessions open.");
   buffer_groups = G(r, "rlvr_learner_buffer_groups", "Groups waiting in the rollout buffer.");

@@ -35,6 +35,7 @@ struct LearnerMetrics {
   prometheus::Counter* dropped_trust_region;
   prometheus::Counter* leases_granted;
   prometheus::Counter* leases_reissued;
+  prometheus::Counter* leases_revoked;
   prometheus::Gauge* leases_outstanding;
   prometheus::Gauge* actors_connected;
   prometheus::Gauge* buffer_groups;

@@ -70,6 +70,18 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     PumpLocked();
   }
 
+  // Called under the service's mutex: tells the actor to drop revoked leases.
+  void EnqueueRevocation(const std::vector<uint64_t>& lease_ids, uint64_t version) {
+    absl::MutexLock l(&mu_);
+    if (finishing_) return;
+    rlvr::v1::LearnerMessage m;
+    rlvr::v1::LeaseRevocation* r = m.mutable_lease_revocation();
+    r->mutable_lease_ids()->Add(lease_ids.begin(), lease_ids.end());
+    r->set_version(version);
+    out_.push_back(std::move(m));
+    PumpLocked();
+  }
+
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The actor closed its side or the call is cancelled.
@@ -423,6 +435,8 @@ SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth,
   ingest_->SetWakeCallback([this] { WakeAll(); });
   ingest_->SetEvictCallback(
       [this](uint64_t session, const std::string& why) { Evict(session, why); });
+  ingest_->SetRevokeCallback([this](uint64_t session, const std::vector<uint64_t>& lease_ids,
+                                    uint64_t version) { Revoke(session, lease_ids, version); });
   deadline_thread_ = std::thread([this] { HelloDeadlineLoop(); });
 }
 
@@ -434,6 +448,7 @@ SessionServiceImpl::~SessionServiceImpl() {
   deadline_thread_.join();
   ingest_->SetWakeCallback(nullptr);
   ingest_->SetEvictCallback(nullptr);
+  ingest_->SetRevokeCallback(nullptr);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl::Session(
@@ -496,6 +511,13 @@ void SessionServiceImpl::Evict(uint64_t session, const std::string& why) {
   if (it == by_session_.end()) return;
   Refused("lease_expiries");
   it->second->Evicted(why);
+}
+
+void SessionServiceImpl::Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids,
+                                uint64_t version) {
+  absl::MutexLock l(&mu_);
+  auto it = by_session_.find(session);
+  if (it != by_session_.end()) it->second->EnqueueRevocation(lease_ids, version);
 }
 
 void SessionServiceImpl::HelloDeadlineLoop() {

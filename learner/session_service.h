@@ -19,7 +19,8 @@
 // refused UNIMPLEMENTED by gRPC core before its message is inflated (only
 // identity is enabled, FrontDoorServerOptions), seen here as a stream
 // cancelled before Hello; a session the ingest closes for expired leases is ended UNAVAILABLE;
-// freed credits are offered to the sessions that made progress most recently first. Every such
+// freed credits are offered to the sessions that made progress most recently first; leases the
+// ingest revokes at a new version are sent to their session as a LeaseRevocation. Every such
 // refusal is counted in rlvr_learner_call_refusals_total{reason}, and rejected-group log lines are
 // rate limited (the counters keep the totals).
 //
@@ -34,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -96,6 +98,8 @@ class SessionServiceImpl final
   void Register(SessionReactor* r, uint64_t session);
   void Unregister(SessionReactor* r);
   void Evict(uint64_t session, const std::string& why);
+  // Queues a LeaseRevocation on the session's stream (if it is open).
+  void Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids, uint64_t version);
   void HelloDeadlineLoop();
   // Whether a rate-limited log line may be written now; counts it if not.
   bool LogAllowed();

@@ -35,7 +35,9 @@ class SessionServiceTest : public ::testing::TestWithParam<bool> {
     o.sampling.max_new_tokens = 3;
     o.max_policy_lag = 1;
     o.buffer_groups = 8;
-    o.groups_per_update = 2;
+    // With lag 1 the credits cover the next two updates (rollout_buffer.h):
+    // 8 leases, as many as the tests hold at once.
+    o.groups_per_update = 4;
     o.lease_timeout_s = 3600;
     o.max_message_bytes = kMaxMessage;
     o.max_sessions = 2;
@@ -75,6 +77,12 @@ class SessionServiceTest : public ::testing::TestWithParam<bool> {
       if (m.has_lease_batch()) {
         EXPECT_TRUE(batch) << "an older actor got a LeaseBatch";
         for (const WorkLease& l : m.lease_batch().leases()) leases.push_back(l);
+      }
+      if (m.has_lease_revocation()) {
+        // As an actor does: revoked leases are dropped (their prompts are re-queued).
+        for (uint64_t id : m.lease_revocation().lease_ids()) {
+          std::erase_if(leases, [id](const WorkLease& l) { return l.lease_id() == id; });
+        }
       }
     }
     // Reads until an Ack (or AckBatch) arrives, collecting leases on the way.

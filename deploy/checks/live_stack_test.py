@@ -20,8 +20,9 @@ and ports mapped to a temporary directory and 127.0.0.1.
    series yet (labelled counters nothing has incremented). Prometheus' own
    rule evaluation must report every rule healthy.
 4. Staleness: more actors, slowed by SIGSTOP/SIGCONT (running 0.5 s of every
-   2.5 s), return groups several policy versions old; the learner drops or
-   rejects them as stale and RlvrStalenessAboveLag must fire in the real
+   2.5 s), fall several policy versions behind; the learner revokes their
+   leases (or drops or rejects their groups as stale) and
+   RlvrStalenessAboveLag must fire in the real
    Prometheus (the old p90-staleness condition is evaluated and logged).
 5. Completion: SIGTERM to the learner's shell gives exit 143 and a
    checkpoint (a Job replaces the pod; it does not complete); the same command
@@ -574,7 +575,8 @@ def main():
         thr.start()
         stale_q = (f'(sum(rlvr_learner_groups_dropped_total{{reason="stale", namespace="{NAMESPACE}"}}) or vector(0)) '
                    f'+ (sum(rlvr_learner_groups_rejected_total{{reason="stale_version", namespace="{NAMESPACE}"}}) '
-                   f'or vector(0))')
+                   f'or vector(0)) '
+                   f'+ (sum(rlvr_learner_leases_revoked_total{{namespace="{NAMESPACE}"}}) or vector(0))')
         firing = None
         end = min(DEADLINE - 45, time.monotonic() + 60)
         while time.monotonic() < end:
@@ -595,7 +597,7 @@ def main():
         stale = prom_query(pbase, stale_q)
         p90 = prom_query(pbase, "histogram_quantile(0.9, sum by (le) "
                                 f'(rate(rlvr_learner_staleness_versions_bucket{{namespace="{NAMESPACE}"}}[30s])))')
-        log(f"staleness phase: {time.monotonic() - t_stale:.0f} s; stale groups {val(stale)}, stale "
+        log(f"staleness phase: {time.monotonic() - t_stale:.0f} s; stale groups + revoked leases {val(stale)}, stale "
             f"fraction (30 s) {val(frac)}, p90 staleness of trained groups {val(p90)}; "
             f"RlvrStalenessAboveLag: {firing or 'not firing'}")
         if not firing:
@@ -611,7 +613,7 @@ def main():
                       "RlvrStalenessAboveLag correctly did not fire (rerun on a quieter machine)",
                       flush=True)
                 sys.exit(77)
-            fail("RlvrStalenessAboveLag did not fire while slowed actors sent stale groups", procs)
+            fail("RlvrStalenessAboveLag did not fire while slowed actors fell behind the lag", procs)
         old = prom_query(pbase, "histogram_quantile(0.9, sum by (job, le) "
                                 "(rate(rlvr_learner_staleness_versions_bucket[30s]))) > 1")
         if old.get("data", {}).get("result"):

@@ -38,6 +38,14 @@ bool ParseRecord(const std::string& line, UpdateRecord* r) {
   r->staleness = Field(j, {"staleness_mean", "staleness"});
   r->heldout_accuracy = Field(j, {"heldout_accuracy"});
   r->time = Field(j, {"time", "unix_time", "timestamp"});
+  r->groups_accepted = Field(j, {"groups_accepted"});
+  r->leases_revoked = Field(j, {"leases_revoked"});
+  r->groups_dropped.clear();
+  if (auto it = j.find("groups_dropped"); it != j.end() && it->is_object()) {
+    for (const auto& [reason, n] : it->items()) {
+      if (n.is_number()) r->groups_dropped[reason] = n.get<double>();
+    }
+  }
   return !std::isnan(r->step);
 }
 

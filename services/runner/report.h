@@ -3,6 +3,7 @@
 #ifndef RLVR_SERVICES_RUNNER_REPORT_H_
 #define RLVR_SERVICES_RUNNER_REPORT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ struct UpdateRecord {
   double step = 0, version = 0, reward = 0, accuracy = 0, entropy = 0;
   double cancellation_residual = 0, tokens = 0, step_seconds = 0, staleness = 0;
   double heldout_accuracy = 0, time = 0;
+  // Waste counts of the update (absent: NaN / empty): groups accepted since
+  // the previous line, groups not trained on by reason, leases revoked.
+  double groups_accepted = 0, leases_revoked = 0;
+  std::map<std::string, double> groups_dropped;
 };
 
 // Follows a growing metrics.jsonl; tolerates a partially written last line.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -262,6 +263,18 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
     }
     j["mean_cancellation_residual"] = n ? cr / n : 0.0;
   }
+  // Waste totals over the updates of metrics.jsonl.
+  double accepted = 0, revoked = 0;
+  std::map<std::string, double> dropped;
+  for (const auto& r : history) {
+    if (!std::isnan(r.groups_accepted)) accepted += r.groups_accepted;
+    if (!std::isnan(r.leases_revoked)) revoked += r.leases_revoked;
+    for (const auto& [reason, n] : r.groups_dropped) dropped[reason] += n;
+  }
+  j["groups_accepted"] = static_cast<int64_t>(accepted);
+  j["groups_dropped"] = nlohmann::json::object();
+  for (const auto& [reason, n] : dropped) j["groups_dropped"][reason] = static_cast<int64_t>(n);
+  j["leases_revoked"] = static_cast<int64_t>(revoked);
   std::ofstream(run_dir_ + "/summary.json") << j.dump(2) << "\n";
 
   if (!history.empty()) {
