@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,13 +29,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "actor/group_pool.h"
 #include "actor/outbox.h"
@@ -59,6 +61,19 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// The process's minor page faults so far: each is a page the kernel hands
+// out (and zeroes) on first touch, the cost the figures are most sensitive
+// to on a fresh VM (issue 23: 0.47 GiB/s first touch vs 10 GiB/s reused).
+long MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+#ifndef RLVR_BUILD_TYPE
+#define RLVR_BUILD_TYPE "unknown"
+#endif
 
 // --- Raw TCP baseline -------------------------------------------------------
 
@@ -108,8 +123,10 @@ void RecvAll(int fd, char* dst, size_t n) {
 
 // `streams` concurrent connections, each carrying `repeats` x `source` in
 // pieces of `piece_bytes` (each piece received into one buffer, as a
-// receiver that parses a message at a time would). Returns seconds.
-double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats, int streams) {
+// receiver that parses a message at a time would). Returns seconds; the
+// page faults in that time go to `faults` (if not null).
+double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats, int streams,
+                   long* faults = nullptr) {
   int port = 0;
   int lfd = Listen(&port);
   std::vector<int> client_fds(streams), server_fds(streams);
@@ -118,6 +135,7 @@ double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats
     server_fds[i] = accept(lfd, nullptr, nullptr);
   }
   const size_t total = source.size() * repeats;
+  const long faults0 = MinorFaults();
   auto t0 = Clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < streams; ++i) {
@@ -137,6 +155,7 @@ double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats
   }
   for (auto& t : threads) t.join();
   double s = Since(t0);
+  if (faults != nullptr) *faults = MinorFaults() - faults0;
   for (int i = 0; i < streams; ++i) {
     close(client_fds[i]);
     close(server_fds[i]);
@@ -171,6 +190,7 @@ rlvr::v1::ActorMessage TemplateGroup() {
 struct IngestFigures {
   double seconds = 0;
   double cpu_seconds = 0;  // Process CPU time (client and server).
+  long faults = 0;         // Minor page faults in the timed window.
   size_t groups = 0;
   size_t bytes = 0;
 };
@@ -233,6 +253,7 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
   std::vector<rlvr::v1::RolloutGroup> finished(pool ? 0 : total_groups, sample);
   const bool batches = batch > 1;
   std::atomic<size_t> sent{0}, bytes{0}, acked{0};
+  const long faults0 = MinorFaults();
   auto t0 = Clock::now();
   std::vector<std::thread> clients;
   auto cpu0 = std::clock();
@@ -240,8 +261,8 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
     clients.emplace_back([&, a] {
       grpc::ChannelArguments args;
       args.SetInt("rlvr.bench_actor", a);  // A connection per actor.
-      auto channel = grpc::CreateCustomChannel(
-          "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
+      auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(started->port),
+                                               grpc::InsecureChannelCredentials(), args);
       grpc::ClientContext ctx;
       auto stream = actor::OpenSession(channel.get(), &ctx);
       rlvr::v1::ActorMessage hello;
@@ -351,6 +372,7 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
   IngestFigures f;
   f.seconds = Since(t0);
   f.cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  f.faults = MinorFaults() - faults0;
   f.groups = acked.load();
   f.bytes = bytes.load();
   stop = true;
@@ -367,6 +389,8 @@ struct FanoutFigures {
   double second_s = 0;   // Version 2: the first into a recycled buffer.
   double steady_s = 0;   // Median of versions 3..kFanoutVersions.
   double reserve_s = 0;  // The slowest watcher's Reserve, before the clock.
+  // Minor page faults while version 1, version 2 and (median) 3.. were sent.
+  long first_faults = 0, second_faults = 0, steady_faults = 0;
 };
 
 // Versions published per fan-out run. An actor receives a version per
@@ -404,8 +428,8 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
       grpc::ChannelArguments args;
       args.SetInt("rlvr.bench_watcher", w);
       actor::SetWeightChannelArgs(&args);  // What the actor's weight channel sets.
-      auto channel = grpc::CreateCustomChannel(
-          "127.0.0.1:" + std::to_string(started->port), grpc::InsecureChannelCredentials(), args);
+      auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(started->port),
+                                               grpc::InsecureChannelCredentials(), args);
       channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
       actor::WeightAssembler assembler;
       // As the actor does at start, before any weights exist: fault in the
@@ -430,7 +454,8 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
           received[event.version - 1]++;
           // Tear down (unmapping the 100 MiB buffer) only after the clock
           // stopped: the last version's time must not include it.
-          if (event.version == static_cast<uint64_t>(kFanoutVersions) || !ok) mu.Await(absl::Condition(&clock_stopped));
+          if (event.version == static_cast<uint64_t>(kFanoutVersions) || !ok)
+            mu.Await(absl::Condition(&clock_stopped));
         }
         if (event.version == static_cast<uint64_t>(kFanoutVersions) || !ok) ctx.TryCancel();
         stream.Resume(std::move(event.blob));
@@ -441,7 +466,9 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
   while (ready.load() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   while (publisher.watchers() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::vector<double> seconds(kFanoutVersions, 0.0);
+  std::vector<long> faults(kFanoutVersions, 0);
   for (int v = 0; v < kFanoutVersions; ++v) {
+    const long faults0 = MinorFaults();
     auto t0 = Clock::now();
     publisher.Publish(v + 1, blobs[v % 2]);
     {
@@ -454,6 +481,7 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
       }
     }
     seconds[v] = Since(t0);
+    faults[v] = MinorFaults() - faults0;
   }
   {
     absl::MutexLock l(&mu);
@@ -467,6 +495,11 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
   std::sort(later.begin(), later.end());
   f.steady_s = (later[(later.size() - 1) / 2] + later[later.size() / 2]) / 2;
   f.reserve_s = *std::max_element(reserve_s.begin(), reserve_s.end());
+  f.first_faults = faults[0];
+  f.second_faults = faults[1];
+  std::vector<long> later_faults(faults.begin() + 2, faults.end());
+  std::sort(later_faults.begin(), later_faults.end());
+  f.steady_faults = later_faults[later_faults.size() / 2];
   if (!ok) {
     std::fprintf(stderr, "fan-out: a watcher received a bad blob\n");
     g_failures++;
@@ -483,13 +516,13 @@ int main(int argc, char** argv) {
   using namespace rlvr::learner;
   size_t groups = 3000;
   size_t blob_mb = 100;
-  int batch = 16;  // actor.max_batch_prompts' default: groups finished together.
-  std::string only;  // "ingest" or "fanout": run one part.
+  int batch = 16;         // actor.max_batch_prompts' default: groups finished together.
+  std::string only;       // "ingest" or "fanout": run one part.
   bool unbatched = true;  // --unbatched 0 skips the one-group-per-message rows.
-  int reps = 3;      // Each figure (and its baseline) is the fastest of this many runs.
-  int streams = 0;   // --streams N: only the N-stream ingest rows (0: 1 and 4).
-  bool pool = true;  // --pool 0: groups prebuilt before the clock, not recycled.
-  int watchers = 0;  // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
+  int reps = 3;           // Each figure (and its baseline) is the fastest of this many runs.
+  int streams = 0;        // --streams N: only the N-stream ingest rows (0: 1 and 4).
+  bool pool = true;       // --pool 0: groups prebuilt before the clock, not recycled.
+  int watchers = 0;       // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -503,8 +536,25 @@ int main(int argc, char** argv) {
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
-  std::printf("learner_bench: loopback, %u hardware threads; allocator keeps freed memory: %s\n",
-              std::thread::hardware_concurrency(), kept ? "yes" : "no (GLIBC_TUNABLES set)");
+  std::printf(
+      "learner_bench: loopback, %u hardware threads; build type %s (%s); allocator keeps "
+      "freed memory: %s\n",
+      std::thread::hardware_concurrency(), RLVR_BUILD_TYPE,
+#if defined(__OPTIMIZE__) && defined(NDEBUG)
+      "optimized, NDEBUG",
+#elif defined(__OPTIMIZE__)
+      "optimized, assertions on",
+#else
+      "NOT optimized: figures are meaningless",
+#endif
+      kept ? "yes" : "no (GLIBC_TUNABLES set)");
+  std::printf(
+      "  allocator arenas: %s; pre-touched before the clock: each watcher's blob buffer\n"
+      "  (WeightAssembler::Reserve, as the actor does at start), the fan-out's source blobs and\n"
+      "  the raw baselines' buffers; not pre-touched: gRPC's buffers and the ingest's groups,\n"
+      "  which come from the allocator's heaps as they do in a role (page faults per row below)\n",
+      kept ? absl::StrCat("at most ", rlvr::AllocatorArenaCap(), " (one per CPU)").c_str()
+           : "glibc's default (up to 8 per CPU)");
 
   // 1. Ingest.
   if (only != "fanout") {
@@ -519,7 +569,8 @@ int main(int argc, char** argv) {
       // The learner's decoding of a RolloutBatch of --batch groups, against
       // protobuf's parse and the copy into the trainer's groups it replaced.
       rlvr::v1::ActorMessage m;
-      for (int i = 0; i < batch; ++i) *m.mutable_group_batch()->add_groups() = TemplateGroup().group();
+      for (int i = 0; i < batch; ++i)
+        *m.mutable_group_batch()->add_groups() = TemplateGroup().group();
       const std::string wire = m.SerializeAsString();
       std::vector<ReceivedGroup> slots;
       size_t count = 0;
@@ -528,7 +579,8 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) {
         auto t0 = Clock::now();
         for (int it = 0; it < iterations; ++it) {
-          if (DecodeRolloutMessage(wire, {kGroupSize, static_cast<size_t>(batch)}, &slots, &count) != DecodeOutcome::kBatch) {
+          if (DecodeRolloutMessage(wire, {kGroupSize, static_cast<size_t>(batch)}, &slots,
+                                   &count) != DecodeOutcome::kBatch) {
             g_failures++;
           }
         }
@@ -547,24 +599,32 @@ int main(int argc, char** argv) {
         parse_s = std::min(parse_s, Since(t0));
       }
       const double per = 1e6 / (static_cast<double>(iterations) * batch);
-      std::printf("  decoding a batch of %d: %.2f us per group | protobuf parse + copy into the "
-                  "trainer's groups: %.2f us | ratio %.1fx\n",
-                  batch, decode_s * per, parse_s * per, parse_s / decode_s);
+      std::printf(
+          "  decoding a batch of %d: %.2f us per group | protobuf parse + copy into the "
+          "trainer's groups: %.2f us | ratio %.1fx\n",
+          batch, decode_s * per, parse_s * per, parse_s / decode_s);
     }
     RunIngest(200, 1, batch, pool);  // Warm-up.
     for (int b : {1, batch}) {
       if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
-                                    : "RolloutBatch of up to --batch groups (the actor's path):");
+                                   : "RolloutBatch of up to --batch groups (the actor's path):");
       for (int actors : streams != 0 ? std::vector<int>{streams} : std::vector<int>{1, 4}) {
         // Fastest of `reps` runs on each side: on a shared machine the
         // slower runs measure the neighbours.
         IngestFigures f;
         double raw = 1e9;
+        long raw_faults = 0;
         for (int r = 0; r < reps; ++r) {
           IngestFigures run = RunIngest(groups, actors, b, pool);
           if (r == 0 || run.seconds < f.seconds) f = run;
-          raw = std::min(raw, RawTransfer(group_bytes, group_bytes.size(), run.groups, actors));
+          long faults = 0;
+          const double s =
+              RawTransfer(group_bytes, group_bytes.size(), run.groups, actors, &faults);
+          if (s < raw) {
+            raw = s;
+            raw_faults = faults;
+          }
         }
         const double mb = static_cast<double>(f.bytes) / 1e6;
         std::printf(
@@ -572,8 +632,10 @@ int main(int argc, char** argv) {
             "raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
             actors, b, f.groups, f.seconds, f.groups / f.seconds, mb / f.seconds, raw, mb / raw,
             raw / f.seconds);
-        std::printf("      (process CPU in that run: %.2f s over %.2f s wall = %.0f us/group)\n",
-                    f.cpu_seconds, f.seconds, 1e6 * f.cpu_seconds / f.groups);
+        std::printf(
+            "      (process CPU in that run: %.2f s over %.2f s wall = %.0f us/group; page "
+            "faults %ld, raw %ld)\n",
+            f.cpu_seconds, f.seconds, 1e6 * f.cpu_seconds / f.groups, f.faults, raw_faults);
       }
     }
   }
@@ -600,13 +662,28 @@ int main(int argc, char** argv) {
   for (int w : counts) {
     FanoutFigures best;
     double raw = 1e9;
+    long raw_faults = 0;
     for (int r = 0; r < reps; ++r) {
       FanoutFigures f = RunFanout(blob_bytes, w);
-      if (r == 0 || f.first_s < best.first_s) best.first_s = f.first_s;
-      if (r == 0 || f.second_s < best.second_s) best.second_s = f.second_s;
-      if (r == 0 || f.steady_s < best.steady_s) best.steady_s = f.steady_s;
+      if (r == 0 || f.first_s < best.first_s) {
+        best.first_s = f.first_s;
+        best.first_faults = f.first_faults;
+      }
+      if (r == 0 || f.second_s < best.second_s) {
+        best.second_s = f.second_s;
+        best.second_faults = f.second_faults;
+      }
+      if (r == 0 || f.steady_s < best.steady_s) {
+        best.steady_s = f.steady_s;
+        best.steady_faults = f.steady_faults;
+      }
       if (r == 0 || f.reserve_s < best.reserve_s) best.reserve_s = f.reserve_s;
-      raw = std::min(raw, RawTransfer(raw_blob, WeightPublisher::kMaxChunkBytes, 1, w));
+      long faults = 0;
+      const double s = RawTransfer(raw_blob, WeightPublisher::kMaxChunkBytes, 1, w, &faults);
+      if (s < raw) {
+        raw = s;
+        raw_faults = faults;
+      }
     }
     const double total_mb = static_cast<double>(blob_bytes) * w / 1e6;
     std::printf(
@@ -616,6 +693,8 @@ int main(int argc, char** argv) {
         w, best.first_s, best.second_s, best.steady_s, total_mb / best.steady_s, raw,
         total_mb / raw, raw / best.first_s, raw / best.second_s, raw / best.steady_s,
         best.reserve_s);
+    std::printf("    (page faults: first %ld, second %ld, steady %ld; raw %ld)\n",
+                best.first_faults, best.second_faults, best.steady_faults, raw_faults);
   }
   if (g_failures.load() != 0) {
     std::fprintf(stderr, "learner_bench: %d failures (see above)\n", g_failures.load());

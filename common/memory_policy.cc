@@ -1,5 +1,8 @@
 #include "common/memory_policy.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 
 #if defined(__GLIBC__)
@@ -7,6 +10,11 @@
 #endif
 
 namespace rlvr {
+
+int AllocatorArenaCap() {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return static_cast<int>(std::clamp<long>(cpus, 1, 8));
+}
 
 bool KeepFreedMemoryForReuse() {
 #if defined(__GLIBC__)
@@ -16,7 +24,8 @@ bool KeepFreedMemoryForReuse() {
   // the actor recycles its blob buffer itself.
   const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
-  return mmap_ok && trim_ok;
+  const bool arenas_ok = mallopt(M_ARENA_MAX, AllocatorArenaCap()) == 1;
+  return mmap_ok && trim_ok && arenas_ok;
 #else
   return false;
 #endif

@@ -1,15 +1,22 @@
 // KeepFreedMemoryForReuse: a 16 MiB block freed and allocated again comes
 // back without page faults (the pages stayed in the heap), where glibc's
-// defaults would mmap it afresh and fault every page in again.
+// defaults would mmap it afresh and fault every page in again; and many
+// threads allocating at once share at most AllocatorArenaCap() arenas.
 #include "common/memory_policy.h"
 
+#include <gtest/gtest.h>
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
-#include <gtest/gtest.h>
-
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/barrier.h"
 
 namespace rlvr {
 namespace {
@@ -44,6 +51,46 @@ TEST(MemoryPolicyTest, FreedBlocksAreReusedWithoutFaults) {
   const long again = FaultsToUse(kBytes);
   EXPECT_GT(first, 1000) << "the first use must fault its pages in";
   EXPECT_LT(again, first / 10) << "first " << first << " faults, again " << again;
+}
+
+// The number of arenas (<heap nr=...> elements) in glibc's malloc_info.
+int Arenas() {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  malloc_info(0, f);
+  std::fclose(f);
+  const std::string info(buf, len);
+  std::free(buf);
+  int n = 0;
+  for (size_t at = info.find("<heap nr="); at != std::string::npos;
+       at = info.find("<heap nr=", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(MemoryPolicyTest, ThreadsShareAtMostOneArenaPerCpu) {
+  if (std::getenv("GLIBC_TUNABLES") != nullptr) GTEST_SKIP() << "GLIBC_TUNABLES is set";
+#if !defined(__GLIBC__)
+  GTEST_SKIP() << "not glibc";
+#endif
+  ASSERT_TRUE(KeepFreedMemoryForReuse());
+  // Threads that allocate while all of them are alive: glibc would give each
+  // its own arena, up to 8 per CPU.
+  constexpr int kThreads = 24;
+  absl::Barrier* barrier = new absl::Barrier(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      void* p = std::malloc(64 << 10);
+      asm volatile("" : : "r"(p) : "memory");
+      if (barrier->Block()) delete barrier;
+      std::free(p);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(Arenas(), AllocatorArenaCap());
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // and advertised; rejected-group logs are rate limited; compressed calls are
 // refused; every refusal reason is registered and counted; published
 // diagnostics are clamped.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -13,8 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/grpc_util.h"
 #include "learner/learner_metrics.h"
@@ -383,11 +383,59 @@ TEST_F(FrontDoorTest, CompressedCallsAreRefused) {
               status.error_code() == grpc::StatusCode::INTERNAL)
       << status.error_code() << " " << status.error_message();
   EXPECT_EQ(ingest_->Snapshot().sessions, 0u);
-  // gRPC core refused it; the handler saw a stream cancelled before Hello.
-  for (int i = 0; i < 200 && Refusals("cancelled_before_hello") < 1; ++i) {
+  // gRPC core refused it; the handler tells it from a client's cancel by the
+  // call's incoming encoding.
+  for (int i = 0; i < 200 && Refusals("compressed") < 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_EQ(Refusals("cancelled_before_hello"), 1);
+  EXPECT_EQ(Refusals("compressed"), 1);
+  EXPECT_EQ(Refusals("cancelled_before_hello"), 0);
+}
+
+// A message above the transport limit (max_message_bytes 1 MiB here: limit
+// 2 MiB) ends the call RESOURCE_EXHAUSTED and is counted as such, before
+// Hello and after it; one between max_message_bytes and the limit is
+// answered group by group (OVERSIZE) and the session goes on.
+TEST_F(FrontDoorTest, OversizeMessagesAreRefusedAndCounted) {
+  Start({});
+  ASSERT_EQ(TransportLimitBytes(1 << 20), 2u << 20);
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub_->Session(&ctx);
+    ActorMessage hello;
+    hello.mutable_hello()->set_capacity(1);
+    hello.mutable_hello()->set_actor_id(std::string(3 << 20, 'a'));
+    stream->Write(hello);
+    LearnerMessage m;
+    EXPECT_FALSE(stream->Read(&m));
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+    EXPECT_NE(status.error_message().find("learner.max_message_bytes"), std::string::npos)
+        << status.error_message();
+  }
+  EXPECT_TRUE(WaitLiveStreams(0, 5));
+  EXPECT_EQ(Refusals("oversize_message"), 1);
+  EXPECT_EQ(Refusals("cancelled_before_hello"), 0);
+
+  AsyncSession a(stub_.get(), 2);
+  ASSERT_TRUE(a.WaitFor(5, [&] { return a.leases_.size() == 2; }));
+  std::vector<WorkLease> leases = a.TakeLeases();
+  ActorMessage big = Answer({leases[0]}, 1);
+  big.mutable_group_batch()->mutable_groups(0)->mutable_completions(0)->set_verifier_reason(
+      std::string((1 << 20) + 1000, 'r'));  // Above max_message_bytes, below the limit.
+  ASSERT_TRUE(a.Send(big));
+  ASSERT_TRUE(a.WaitFor(5, [&] { return a.acks_.size() == 1; }));
+  EXPECT_EQ(a.acks_[0].reason(), rlvr::v1::REJECT_REASON_OVERSIZE);
+  ActorMessage huge = Answer({leases[1]}, 1);
+  huge.mutable_group_batch()->mutable_groups(0)->mutable_completions(0)->set_verifier_reason(
+      std::string(3 << 20, 'r'));
+  a.Send(huge);
+  ASSERT_TRUE(a.WaitFor(5, [&] { return a.ended_; }));
+  EXPECT_EQ(a.status_.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << a.status_.error_message();
+  EXPECT_EQ(Refusals("oversize_message"), 2);
+  EXPECT_TRUE(WaitLiveStreams(0, 5));  // The ingest session closes when the call is done.
+  EXPECT_EQ(ingest_->Snapshot().sessions, 0u);
 }
 
 TEST(ClampDiagnosticTest, NonFiniteAndHugeValuesAreClampedAndFlagged) {

@@ -92,9 +92,13 @@ inline constexpr const char* kCallRefusalReasons[] = {
     "bad_hello",             // Hello.capacity < 1.
     "malformed",             // Bytes that are no ActorMessage.
     "too_many_groups",       // A RolloutBatch above the session's capacity.
-    // Cancelled before Hello by the client, a broken connection or gRPC core
-    // refusing the first message: a compressed one (rlvr never compresses;
-    // only identity is enabled) or one above the receive limit.
+    // A compressed call (rlvr never compresses; only identity is enabled):
+    // refused UNIMPLEMENTED by gRPC core at its headers, before inflation.
+    "compressed",
+    // A message above the transport limit (learner.max_message_bytes +
+    // max(1 MiB, 1/8)), refused RESOURCE_EXHAUSTED by the session handler.
+    "oversize_message",
+    // Cancelled before Hello by the client or a broken connection.
     "cancelled_before_hello",
     "lease_expiries",  // Closed after lease_expiries_to_close expiries.
     "shutting_down",   // The learner is stopping.

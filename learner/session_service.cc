@@ -1,5 +1,9 @@
 #include "learner/session_service.h"
 
+#include <glog/logging.h>
+#include <google/protobuf/arena.h>
+#include <grpcpp/support/byte_buffer.h>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -8,16 +12,31 @@
 #include <string>
 #include <vector>
 
-#include <glog/logging.h>
-
-#include <google/protobuf/arena.h>
-#include <grpcpp/support/byte_buffer.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/grpc_util.h"
 #include "learner/rollout_decoder.h"
 
+// Exported by gRPC core (src/core/lib/surface/call_test_only.h) but not in its
+// installed headers: the encoding of the call's incoming messages. It is the
+// one way a handler can tell that core refused its call for compression
+// (the grpc-encoding header is consumed by core, and the refusal reaches the
+// handler as a plain cancellation). Weak: with a gRPC that lacks it, such
+// refusals count as cancelled_before_hello.
+grpc_compression_algorithm grpc_call_test_only_get_compression_algorithm(grpc_call* call)
+    __attribute__((weak));
+
 namespace rlvr::learner {
+namespace {
+
+// Whether the call's client compressed its messages (see above).
+bool IncomingCompressed(grpc::CallbackServerContext* context) {
+  if (grpc_call_test_only_get_compression_algorithm == nullptr || context->c_call() == nullptr) {
+    return false;
+  }
+  return grpc_call_test_only_get_compression_algorithm(context->c_call()) != GRPC_COMPRESS_NONE;
+}
+
+}  // namespace
 
 // Lock order: SessionServiceImpl::mu_ -> SessionReactor::mu_ -> Ingest.
 // A reactor never calls into the service while holding its own mutex, and
@@ -26,7 +45,11 @@ namespace rlvr::learner {
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SessionReactor(SessionServiceImpl* service, Ingest* ingest, grpc::CallbackServerContext* context)
-      : service_(service), ingest_(ingest), context_(context), peer_(context->peer()) {}
+      : service_(service),
+        ingest_(ingest),
+        context_(context),
+        peer_(context->peer()),
+        max_receive_bytes_(TransportLimitBytes(ingest->options().max_message_bytes)) {}
 
   // Starts reading, or ends the call at once with `refusal`.
   void Start(grpc::Status refusal) {
@@ -92,6 +115,19 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       RequestFinishLocked(grpc::Status::OK);
       return;
     }
+    if (const size_t length = in_.Length(); length > max_receive_bytes_) {
+      // Refused before its bytes are read (gRPC holds them already).
+      service_->Refused("oversize_message");
+      if (service_->LogAllowed()) {
+        LOG(WARNING) << "session " << session_ << " (" << peer_ << "): a message of " << length
+                     << " bytes, above the limit of " << max_receive_bytes_ << "; ending the call";
+      }
+      EndCall(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("message of ", length, " bytes above the learner's limit of ",
+                       max_receive_bytes_, " (learner.max_message_bytes + max(1 MiB, 1/8))")));
+      return;
+    }
     const std::string_view wire = WireBytes();
     size_t count = 0;
     const DecodeOutcome outcome = DecodeRolloutMessage(
@@ -140,11 +176,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
   void OnDone() override {
     if (ended_before_hello_ && context_->IsCancelled()) {
-      // Cancelled before Hello, not by us: the client gave up, the
-      // connection broke, or gRPC core refused the first message (a
-      // compressed one: only identity is enabled; or one above the receive
-      // limit), which the handler cannot tell apart.
-      service_->Refused("cancelled_before_hello");
+      // Cancelled before Hello, not by us: gRPC core refused a compressed
+      // call (only identity is enabled), or the client gave up or the
+      // connection broke.
+      service_->Refused(IncomingCompressed(context_) ? "compressed" : "cancelled_before_hello");
     }
     service_->Unregister(this);
     CloseIngestSession();
@@ -208,8 +243,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         const size_t n = batch ? static_cast<size_t>(in->group_batch().groups_size()) : 1;
         if (received_.size() < n) received_.resize(n);
         for (size_t i = 0; i < n; ++i) {
-          ingest_->ConvertParsed(batch ? in->group_batch().groups(static_cast<int>(i)) : in->group(),
-                                 &received_[i]);
+          ingest_->ConvertParsed(
+              batch ? in->group_batch().groups(static_cast<int>(i)) : in->group(), &received_[i]);
         }
         SubmitReceived(n, batch);
         return true;
@@ -261,8 +296,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     // >= 1: OpenSession checked it; clamped as OpenSession clamps it.
     capacity_ = static_cast<size_t>(std::min(hello.capacity(), max_capacity));
     LOG(INFO) << "session " << *id << " opened: actor " << actor_id_ << " ("
-              << hello.incarnation().substr(0, 64) << ") capacity " << hello.capacity()
-              << " from " << peer_;
+              << hello.incarnation().substr(0, 64) << ") capacity " << hello.capacity() << " from "
+              << peer_;
     {
       absl::MutexLock l(&mu_);
       session_ = *id;
@@ -360,8 +395,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     if (!out_.empty() && !write_failed_) {
       bool own = false;
       current_.Clear();  // The previous write's bytes.
-      const grpc::Status serialized = grpc::SerializationTraits<rlvr::v1::LearnerMessage>::Serialize(
-          out_.front(), &current_, &own);
+      const grpc::Status serialized =
+          grpc::SerializationTraits<rlvr::v1::LearnerMessage>::Serialize(out_.front(), &current_,
+                                                                         &own);
       CHECK(serialized.ok()) << serialized.error_message();
       out_.pop_front();
       writing_ = true;
@@ -380,6 +416,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   Ingest* const ingest_;
   grpc::CallbackServerContext* const context_;
   const std::string peer_;
+  const size_t max_receive_bytes_;  // TransportLimitBytes.
   // The read chain's state, only touched by it: the message being read,
   // its bytes when they came in several slices, and the groups decoded
   // from it (slots reused across messages). A message the decoder
@@ -401,7 +438,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   uint64_t session_ ABSL_GUARDED_BY(mu_) = 0;  // 0 until Hello is accepted.
   // Hello.batch_messages: leases may be sent as one LeaseBatch.
   bool batch_messages_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;    // Ingest session closed.
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // Ingest session closed.
   // The read chain ended (not by us) before Hello; read in OnDone.
   bool ended_before_hello_ = false;
   std::deque<rlvr::v1::LearnerMessage> out_ ABSL_GUARDED_BY(mu_);
@@ -413,13 +450,18 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
+size_t TransportLimitBytes(int64_t max_message_bytes) {
+  const int64_t max_msg = std::max<int64_t>(0, max_message_bytes);
+  return static_cast<size_t>(std::min<int64_t>(max_msg + std::max<int64_t>(1 << 20, max_msg / 8),
+                                               std::numeric_limits<int>::max()));
+}
+
 GrpcServerOptions FrontDoorServerOptions(const LearnerConfig& learner) {
   GrpcServerOptions so;
-  // A little above the accepted size, so that an oversize group is answered
-  // with an OVERSIZE Ack instead of the transport cutting the stream.
-  const int64_t max_msg = learner.max_message_bytes;
-  so.max_receive_bytes = static_cast<int>(std::min<int64_t>(
-      max_msg + std::max<int64_t>(1 << 20, max_msg / 8), std::numeric_limits<int>::max()));
+  // The session handler applies TransportLimitBytes (counted); core's limit
+  // bounds every service's messages (see the header).
+  so.max_receive_bytes = static_cast<int>(std::min<size_t>(
+      2 * TransportLimitBytes(learner.max_message_bytes), std::numeric_limits<int>::max()));
   so.keepalive_time_ms =
       learner.keepalive_time_s > 0
           ? std::max(1, static_cast<int>(std::lround(learner.keepalive_time_s * 1000)))

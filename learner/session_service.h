@@ -17,8 +17,11 @@
 // Hello within hello_timeout_s is ended DEADLINE_EXCEEDED; Hello.capacity is
 // clamped to the ingest's max_capacity (Welcome says so); a compressed call is
 // refused UNIMPLEMENTED by gRPC core before its message is inflated (only
-// identity is enabled, FrontDoorServerOptions), seen here as a stream
-// cancelled before Hello; a session the ingest closes for expired leases is ended UNAVAILABLE;
+// identity is enabled, FrontDoorServerOptions), which the handler recognises
+// from the call's incoming encoding; a message above TransportLimitBytes is
+// refused RESOURCE_EXHAUSTED by the handler (gRPC core's own limit is set
+// above it, see FrontDoorServerOptions); a session the ingest closes for
+// expired leases is ended UNAVAILABLE;
 // freed credits are offered to the sessions that made progress most recently first; leases the
 // ingest revokes at a new version are sent to their session as a LeaseRevocation. Every such
 // refusal is counted in rlvr_learner_call_refusals_total{reason}, and rejected-group log lines are
@@ -58,16 +61,25 @@ struct SessionServiceOptions {
   int log_lines_per_s = 20;
 };
 
-// The learner's gRPC server options for `learner`: receive limit a little
-// above max_message_bytes (so an oversize group is answered OVERSIZE rather
-// than cut by the transport), keepalive from keepalive_time_s /
-// keepalive_timeout_s, and GrpcServerOptions' keepalive enforcement policy
-// and compression refusal. Address and TLS are left default.
+// The largest session message accepted, bytes: a little above
+// max_message_bytes (max(1 MiB, 1/8) more), so that an oversize group is
+// answered OVERSIZE rather than cut. Larger messages end the call
+// RESOURCE_EXHAUSTED (reason oversize_message).
+size_t TransportLimitBytes(int64_t max_message_bytes);
+
+// The learner's gRPC server options for `learner`: keepalive from
+// keepalive_time_s / keepalive_timeout_s, and GrpcServerOptions' keepalive
+// enforcement policy and compression refusal. Address and TLS are left
+// default. gRPC core's receive limit is twice TransportLimitBytes: the session
+// handler refuses (and counts) messages between the two itself; core cuts
+// larger ones, for every service of the server, as a cancelled call. (gRPC
+// 1.51 receives a whole message before its own size check: a 300 MB message
+// to a server with a 2 MiB limit raised its peak RSS by ~300 MB; the core
+// limit still bounds what one message can cost.)
 GrpcServerOptions FrontDoorServerOptions(const LearnerConfig& learner);
 
-class SessionServiceImpl final
-    : public rlvr::v1::SessionService::WithRawCallbackMethod_Session<
-          rlvr::v1::SessionService::Service> {
+class SessionServiceImpl final : public rlvr::v1::SessionService::WithRawCallbackMethod_Session<
+                                     rlvr::v1::SessionService::Service> {
  public:
   // `ingest` is not owned. Installs itself as the ingest's wake and evict
   // callbacks. `auth` (nullable, not owned) checks each call's bearer token.

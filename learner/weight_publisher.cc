@@ -1,10 +1,10 @@
 #include "learner/weight_publisher.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include <glog/logging.h>
 #include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "common/checksum.h"
 
@@ -67,8 +67,7 @@ uint32_t PublishedVersion::BlobCrc32() const {
   return blob_crc32_;
 }
 
-grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>& v,
-                                   size_t index) {
+grpc::ByteBuffer EncodeWeightChunk(const std::shared_ptr<const PublishedVersion>& v, size_t index) {
   const std::string& blob = *v->blob();
   const size_t offset = index * v->chunk_bytes();
   const size_t len = v->chunk_size(index);
@@ -224,7 +223,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WeightPublisher::WatchWeights(
   rlvr::v1::WatchWeightsRequest req;
   std::vector<grpc::Slice> slices;
   bool parsed = false;
-  if (request != nullptr && request->Dump(&slices).ok()) {
+  // The server's receive limit is gRPC's maximum (FrontDoorServerOptions):
+  // a request is a few bytes, so anything large is refused before the copy.
+  constexpr size_t kMaxRequestBytes = 64 << 10;
+  if (request != nullptr && request->Length() <= kMaxRequestBytes && request->Dump(&slices).ok()) {
     std::string bytes;
     for (const grpc::Slice& s : slices) {
       bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
