@@ -81,22 +81,22 @@ struct ActorOptions {
 // Counters since Start(), for tests, the bench and logs (the same figures as
 // the Prometheus metrics).
 struct ActorStats {
-  uint64_t policy_version = 0;      // Version of the weights generation uses (0 = none).
-  uint64_t sessions = 0;            // Sessions established (Welcome received).
-  uint64_t reconnects = 0;          // Session attempts after a failure or break.
-  uint64_t weight_syncs = 0;        // Verified versions staged.
-  uint64_t weight_loads_reused = 0;  // Of which loaded into an existing model (none built).
+  uint64_t policy_version = 0;        // Version of the weights generation uses (0 = none).
+  uint64_t sessions = 0;              // Sessions established (Welcome received).
+  uint64_t reconnects = 0;            // Session attempts after a failure or break.
+  uint64_t weight_syncs = 0;          // Verified versions staged.
+  uint64_t weight_loads_reused = 0;   // Of which loaded into an existing model (none built).
   uint64_t weight_sync_failures = 0;  // Discarded transfers (corrupt, partial, unloadable).
   uint64_t leases_received = 0;
-  uint64_t leases_returned = 0;     // Sent back with ReturnLeases.
-  uint64_t leases_dropped = 0;      // Dropped with a broken session.
+  uint64_t leases_returned = 0;  // Sent back with ReturnLeases.
+  uint64_t leases_dropped = 0;   // Dropped with a broken session.
   uint64_t groups_sent = 0;
-  uint64_t groups_accepted = 0;     // Acks with accepted = true.
-  uint64_t groups_rejected = 0;     // Acks with accepted = false.
-  uint64_t batches = 0;             // Generation batches completed.
-  int64_t tokens_generated = 0;     // Completion tokens sampled.
-  double generate_seconds = 0;      // Wall time inside policy::Generate.
-  int max_leases_held = 0;          // High-water mark of leases held at once.
+  uint64_t groups_accepted = 0;  // Acks with accepted = true.
+  uint64_t groups_rejected = 0;  // Acks with accepted = false.
+  uint64_t batches = 0;          // Generation batches completed.
+  int64_t tokens_generated = 0;  // Completion tokens sampled.
+  double generate_seconds = 0;   // Wall time inside policy::Generate.
+  int max_leases_held = 0;       // High-water mark of leases held at once.
 };
 
 class Actor {

@@ -163,8 +163,8 @@ class ActorTest : public ::testing::Test {
       for (const auto& c : r.group.completions()) {
         prompts.emplace_back(r.lease.prompt_token_ids().begin(), r.lease.prompt_token_ids().end());
         completions.emplace_back(c.token_ids().begin(), c.token_ids().end());
-        const Verdict v = task_->Verify(r.lease.answer(),
-                                        CompletionText(*tokenizer_, completions.back()));
+        const Verdict v =
+            task_->Verify(r.lease.answer(), CompletionText(*tokenizer_, completions.back()));
         EXPECT_EQ(c.reward(), static_cast<float>(v.reward));
       }
     }
@@ -180,8 +180,8 @@ class ActorTest : public ::testing::Test {
     for (const auto& r : received) {
       for (const auto& c : r.group.completions()) {
         for (int t = 0; t < c.behaviour_logprobs_size(); ++t) {
-          max_err = std::max(max_err, std::abs(static_cast<double>(c.behaviour_logprobs(t)) -
-                                               lpa[row][t]));
+          max_err = std::max(max_err,
+                             std::abs(static_cast<double>(c.behaviour_logprobs(t)) - lpa[row][t]));
         }
         ++row;
       }
@@ -441,7 +441,8 @@ TEST_F(ActorTest, EachVersionGeneratesWithItsOwnWeightsWhenModelsAreReused) {
         if (all[i].group.policy_version() == static_cast<uint64_t>(v)) of_v.push_back(all[i]);
       }
       return of_v.size() >= 2;
-    })) << "version " << v;
+    })) << "version "
+        << v;
     seen = learner_->accepted().size();
     EXPECT_LT(MaxLogProbError(of_v, models[v - 1]), 1e-5) << "version " << v;
     // Not the weights of the version before (the model it may be reusing).
@@ -482,8 +483,7 @@ TEST_F(ActorTest, ShutdownDrainsAndClosesTheSessionWithinTheDeadline) {
 
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(actor_->Shutdown());
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, ao.actor.shutdown_deadline_s + 2.5);
   EXPECT_FALSE(actor_->serving());
   EXPECT_TRUE(WaitUntil([&] { return learner_->open_sessions() == 0; }));

@@ -71,8 +71,8 @@ absl::Status ValidateLease(const rlvr::v1::WorkLease& lease, int vocab_size, int
   if (lease.prompt_token_ids_size() == 0) return absl::InvalidArgumentError("empty prompt");
   for (int t : lease.prompt_token_ids()) {
     if (t < 0 || t >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("prompt token ", t, " not in vocab ",
-                                                     vocab_size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt token ", t, " not in vocab ", vocab_size));
     }
   }
   const auto& s = lease.sampling();
@@ -91,16 +91,17 @@ absl::Status ValidateLease(const rlvr::v1::WorkLease& lease, int vocab_size, int
     }
   }
   if (lease.prompt_token_ids_size() + s.max_new_tokens() > max_seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prompt (", lease.prompt_token_ids_size(), ") + max_new_tokens (", s.max_new_tokens(),
-        ") exceeds max_seq_len ", max_seq_len));
+    return absl::InvalidArgumentError(absl::StrCat("prompt (", lease.prompt_token_ids_size(),
+                                                   ") + max_new_tokens (", s.max_new_tokens(),
+                                                   ") exceeds max_seq_len ", max_seq_len));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<BatchResult> GenerateGroups(
-    policy::Transformer& model, uint64_t version, const Tokenizer& tokenizer, const Task& task,
-    const std::vector<const rlvr::v1::WorkLease*>& leases, GroupPool* pool) {
+absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t version,
+                                           const Tokenizer& tokenizer, const Task& task,
+                                           const std::vector<const rlvr::v1::WorkLease*>& leases,
+                                           GroupPool* pool) {
   const auto t_start = Clock::now();
   BatchResult result;
   if (pool != nullptr) {
@@ -137,8 +138,8 @@ absl::StatusOr<BatchResult> GenerateGroups(
     }
     result.generate_seconds += SecondsSince(t_gen);
     if (samples.size() != rows.size()) {
-      return absl::InternalError(absl::StrCat("Generate returned ", samples.size(),
-                                              " samples for ", rows.size(), " rows"));
+      return absl::InternalError(absl::StrCat("Generate returned ", samples.size(), " samples for ",
+                                              rows.size(), " rows"));
     }
 
     size_t row = 0;

@@ -170,10 +170,9 @@ TEST_F(RolloutTest, GroupsDoNotDependOnBatchComposition) {
   const auto& y = batched->groups[2];
   ASSERT_EQ(x.completions_size(), y.completions_size());
   for (int i = 0; i < x.completions_size(); ++i) {
-    EXPECT_EQ(std::vector<int>(x.completions(i).token_ids().begin(),
-                               x.completions(i).token_ids().end()),
-              std::vector<int>(y.completions(i).token_ids().begin(),
-                               y.completions(i).token_ids().end()));
+    EXPECT_EQ(
+        std::vector<int>(x.completions(i).token_ids().begin(), x.completions(i).token_ids().end()),
+        std::vector<int>(y.completions(i).token_ids().begin(), y.completions(i).token_ids().end()));
   }
 }
 

@@ -1,9 +1,9 @@
 #include "actor/rollout_wire.h"
 
-#include <cstring>
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
+
+#include <cstring>
 
 namespace rlvr::actor {
 namespace {
@@ -11,8 +11,8 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "packed floats are copied as they lie in memory");
 
-using google::protobuf::io::CodedOutputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedOutputStream;
 
 constexpr WireFormatLite::WireType kVarint = WireFormatLite::WIRETYPE_VARINT;
 constexpr WireFormatLite::WireType kFixed64 = WireFormatLite::WIRETYPE_FIXED64;

@@ -56,7 +56,8 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   EXPECT_TRUE(buffer.Dump(&slices).ok());
   std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
 }
 
@@ -64,8 +65,8 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 // it, and the baseline one), against protobuf's own size of each int32.
 TEST(RolloutWireTest, PackedIdSizesMatchProtobufOnEveryPath) {
   using google::protobuf::internal::WireFormatLite;
-  const std::vector<int32_t> edges = {0,       1,        127,       128,        (1 << 14) - 1,
-                                      1 << 14, 1 << 21,  (1 << 28) - 1, 1 << 28, INT32_MAX,
+  const std::vector<int32_t> edges = {0,       1,         127,           128,     (1 << 14) - 1,
+                                      1 << 14, 1 << 21,   (1 << 28) - 1, 1 << 28, INT32_MAX,
                                       -1,      INT32_MIN, -128};
   std::mt19937_64 rng(11);
   for (int n : {0, 1, 7, 8, 31, 32, 33, 255, 256, 1000}) {

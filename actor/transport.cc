@@ -1,12 +1,11 @@
 #include "actor/transport.h"
 
+#include <glog/logging.h>
 #include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/support/sync_stream.h>
 
 #include <string>
 #include <utility>
-
-#include <glog/logging.h>
 
 #include "actor/rollout_wire.h"
 #include "rlvr/v1/session.grpc.pb.h"
@@ -64,8 +63,8 @@ std::vector<rlvr::v1::ActorMessage> PackGroups(std::vector<rlvr::v1::RolloutGrou
   uint64_t size = 0;
   for (rlvr::v1::RolloutGroup& g : groups) {
     const uint64_t bytes = FieldBytes(g);
-    if (out.empty() || (max_message_bytes > 0 && size + bytes + kFraming > max_message_bytes &&
-                        size > 0)) {
+    if (out.empty() ||
+        (max_message_bytes > 0 && size + bytes + kFraming > max_message_bytes && size > 0)) {
       out.emplace_back().mutable_group_batch();
       size = 0;
     }
@@ -92,8 +91,8 @@ grpc::ByteBuffer EncodeActorMessage(const rlvr::v1::ActorMessage& message) {
   // Protobuf's way sizes the message once here (the one walk over the varints).
   grpc::Slice slice(direct ? wire.size() : message.ByteSizeLong());
   auto* begin = const_cast<uint8_t*>(slice.begin());
-  uint8_t* end = direct ? wire.Write(message, begin)
-                        : message.SerializeWithCachedSizesToArray(begin);
+  uint8_t* end =
+      direct ? wire.Write(message, begin) : message.SerializeWithCachedSizesToArray(begin);
   CHECK_EQ(end, slice.end()) << "ActorMessage changed while being encoded";
   return grpc::ByteBuffer(&slice, 1);
 }

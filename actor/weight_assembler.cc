@@ -91,8 +91,8 @@ void AdviseHugePages(char* p, size_t n) {
 
 }  // namespace
 
-absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices,
-                                  WeightChunkHeader* header, std::vector<std::string_view>* data) {
+absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices, WeightChunkHeader* header,
+                                  std::vector<std::string_view>* data) {
   *header = WeightChunkHeader();
   data->clear();
   WireCursor in(slices);
@@ -197,10 +197,10 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
     }
   } else if (chunk.version != version_ || chunk.total_bytes != total_bytes_ ||
              (blob_crc32_ != 0 && chunk.blob_crc32 != 0 && chunk.blob_crc32 != blob_crc32_)) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "chunk header changed mid-transfer: version ", chunk.version, " vs ", version_,
-        ", total ", chunk.total_bytes, " vs ", total_bytes_, ", blob CRC ", chunk.blob_crc32,
-        " vs ", blob_crc32_)));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("chunk header changed mid-transfer: version ", chunk.version, " vs ", version_,
+                     ", total ", chunk.total_bytes, " vs ", total_bytes_, ", blob CRC ",
+                     chunk.blob_crc32, " vs ", blob_crc32_)));
   } else if (blob_crc32_ == 0) {
     blob_crc32_ = chunk.blob_crc32;
   }
@@ -211,9 +211,8 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
   size_t len = 0;
   for (std::string_view piece : data) len += piece.size();
   if (len > total_bytes_ - blob_.size()) {
-    return Fail(absl::DataLossError(absl::StrCat("version ", version_, ": chunk at ",
-                                                 chunk.offset, " overruns total ",
-                                                 total_bytes_)));
+    return Fail(absl::DataLossError(absl::StrCat("version ", version_, ": chunk at ", chunk.offset,
+                                                 " overruns total ", total_bytes_)));
   }
   // Checksum each 64 KiB of a piece, then copy it while it is still in the
   // L2 cache (a gRPC slice can be megabytes: checksumming it whole first
@@ -233,20 +232,21 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
         absl::StrCat("version ", version_, ": chunk CRC-32 mismatch at offset ", chunk.offset)));
   }
   // The whole-blob CRC follows from the chunk CRCs without a second pass.
-  running_crc32_ = static_cast<uint32_t>(
-      crc32_combine(running_crc32_, crc, static_cast<z_off_t>(len)));
+  running_crc32_ =
+      static_cast<uint32_t>(crc32_combine(running_crc32_, crc, static_cast<z_off_t>(len)));
   const bool full = blob_.size() == total_bytes_;
   if (chunk.last != full) {
-    return Fail(absl::DataLossError(absl::StrCat(
-        "version ", version_, ": last flag ", chunk.last, " with ", blob_.size(), " of ",
-        total_bytes_, " bytes")));
+    return Fail(
+        absl::DataLossError(absl::StrCat("version ", version_, ": last flag ", chunk.last, " with ",
+                                         blob_.size(), " of ", total_bytes_, " bytes")));
   }
   if (full) {
     // The last chunk's blob CRC is authoritative (earlier chunks may carry it
     // too, then equal, or 0 when the sender streams before knowing it).
-    if (running_crc32_ != chunk.blob_crc32 || (blob_crc32_ != 0 && blob_crc32_ != chunk.blob_crc32)) {
-      return Fail(absl::DataLossError(
-          absl::StrCat("version ", version_, ": whole-blob CRC-32 mismatch")));
+    if (running_crc32_ != chunk.blob_crc32 ||
+        (blob_crc32_ != 0 && blob_crc32_ != chunk.blob_crc32)) {
+      return Fail(
+          absl::DataLossError(absl::StrCat("version ", version_, ": whole-blob CRC-32 mismatch")));
     }
     complete_ = true;
   }

@@ -46,8 +46,8 @@ struct WeightChunkHeader {
 // fills `header` and appends views of the data bytes (pointing into the
 // slices, valid while they live) to `data`. Fields may come in any order;
 // unknown fields are skipped. INVALID_ARGUMENT for malformed wire bytes.
-absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices,
-                                  WeightChunkHeader* header, std::vector<std::string_view>* data);
+absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices, WeightChunkHeader* header,
+                                  std::vector<std::string_view>* data);
 
 class WeightAssembler {
  public:

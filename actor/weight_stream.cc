@@ -1,16 +1,15 @@
 #include "actor/weight_stream.h"
 
-#include <utility>
-
 #include <glog/logging.h>
+
+#include <utility>
 
 #include "rlvr/v1/weights.grpc.pb.h"
 
 namespace rlvr::actor {
 
 WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext* context,
-                           const rlvr::v1::WatchWeightsRequest& request,
-                           WeightAssembler* assembler)
+                           const rlvr::v1::WatchWeightsRequest& request, WeightAssembler* assembler)
     : context_(context), assembler_(assembler), request_(request) {
   assembler_->Reset();  // A transfer cut off with an earlier stream starts over.
   static const std::string* const kMethod = new std::string(
@@ -20,7 +19,7 @@ WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext*
   // The responses stay raw bytes: AddWire copies the data straight from
   // gRPC's slices into the blob (no WeightChunk parse copy).
   grpc::internal::ClientCallbackReaderFactory<grpc::ByteBuffer>::Create(channel, method, context,
-                                                                       &request_, this);
+                                                                        &request_, this);
   // Resume() starts reads from the consumer's thread, outside any reaction:
   // this hold keeps OnDone away until a read has failed (then no read is
   // ever started again, and OnReadDone releases it).

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <random>
-#include <chrono>
 #include <string>
 #include <thread>
 #include <utility>
@@ -36,8 +36,8 @@ class WeightStreamTest : public ::testing::Test {
     learner_ = std::move(*learner);
     grpc::ChannelArguments args;
     SetWeightChannelArgs(&args);
-    channel_ = grpc::CreateCustomChannel(learner_->address(), grpc::InsecureChannelCredentials(),
-                                         args);
+    channel_ =
+        grpc::CreateCustomChannel(learner_->address(), grpc::InsecureChannelCredentials(), args);
   }
 
   // The first event of a stream that watches a transfer of `version`

@@ -131,13 +131,14 @@ int Main(int argc, char** argv) {
   const double groups = static_cast<double>(s1.groups_sent - s0.groups_sent);
   const double gen = s1.generate_seconds - s0.generate_seconds;
   const double batches = static_cast<double>(s1.batches - s0.batches);
-  std::printf("actor_bench: model d=%d L=%d, G=%d, capacity=%d prompts (%d rows), "
-              "max_new_tokens=%d, threads=%d, window %.1f s\n",
-              model_config.d_model, model_config.n_layers, group_size, capacity,
-              capacity * group_size, max_new_tokens, threads, wall);
-  std::printf("  actor:    %.0f completion tokens/s, %.1f groups/s, %.0f batches, %.1f rows/batch\n",
-              tokens / wall, groups / wall, batches,
-              batches > 0 ? groups * group_size / batches : 0.0);
+  std::printf(
+      "actor_bench: model d=%d L=%d, G=%d, capacity=%d prompts (%d rows), "
+      "max_new_tokens=%d, threads=%d, window %.1f s\n",
+      model_config.d_model, model_config.n_layers, group_size, capacity, capacity * group_size,
+      max_new_tokens, threads, wall);
+  std::printf(
+      "  actor:    %.0f completion tokens/s, %.1f groups/s, %.0f batches, %.1f rows/batch\n",
+      tokens / wall, groups / wall, batches, batches > 0 ? groups * group_size / batches : 0.0);
   std::printf("  forward fraction (time in policy::Generate / wall): %.1f%% (target >= 90%%)\n",
               100.0 * gen / wall);
   std::printf("  baseline Generate alone, same batch shape: %.0f tokens/s; actor/baseline = %.2f\n",

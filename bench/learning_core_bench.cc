@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     std::vector<const std::vector<int>*> p, c;
     int rows_in_group_chunk = 0;
     for (const auto& sg : step.groups) {
-      if (!p.empty() && rows_in_group_chunk + static_cast<int>(sg.rollouts.size()) > batching.micro_batch_rollouts) {
+      if (!p.empty() && rows_in_group_chunk + static_cast<int>(sg.rollouts.size()) >
+                            batching.micro_batch_rollouts) {
         mb_prompts.push_back(p);
         mb_completions.push_back(c);
         p.clear();
@@ -93,14 +94,15 @@ int main(int argc, char** argv) {
   auto baseline = [&] {
     zero();
     for (size_t m = 0; m < mb_prompts.size(); ++m) {
-      auto out = rlvr::policy::ComputeCompletionLogProbs(model, mb_prompts[m], mb_completions[m], false);
+      auto out =
+          rlvr::policy::ComputeCompletionLogProbs(model, mb_prompts[m], mb_completions[m], false);
       out.logprobs.sum().backward();
     }
   };
   auto full = [&] {
     zero();
-    auto d = rlvr::learner::AccumulateStepGradients(model, groups, step.groups, step.normalizer, loss,
-                                                    batching, nullptr, nullptr);
+    auto d = rlvr::learner::AccumulateStepGradients(model, groups, step.groups, step.normalizer,
+                                                    loss, batching, nullptr, nullptr);
     if (!d.ok()) {
       std::fprintf(stderr, "step failed: %s\n", d.status().ToString().c_str());
       std::exit(1);
@@ -142,7 +144,8 @@ int main(int argc, char** argv) {
     in.normalizer = step.normalizer;
     auto res = (*estimator)->Compute(in);
     torch::Tensor coeff = torch::autograd::grad({res.loss}, {leaf})[0];
-    auto sums = rlvr::learner::SharedPrefixCancellation(coeff, in.group_ids, in.num_groups, shared_len);
+    auto sums =
+        rlvr::learner::SharedPrefixCancellation(coeff, in.group_ids, in.num_groups, shared_len);
     (void)sums;
     (void)res.clipped.sum().item<double>();
     (void)(res.ratio * mask_all).max().item<double>();
@@ -180,20 +183,22 @@ int main(int argc, char** argv) {
   std::vector<double> diff;
   for (size_t i = 0; i < t_base.size(); ++i) diff.push_back(t_full[i] - t_base[i]);
   const double paired = Median(diff);
-  std::printf("learning_core_bench: model d=%d layers=%d heads=%d d_ff=%d vocab=%d, %zu groups, "
-              "%lld rollouts, %lld tokens, micro_batch_rollouts=%d, threads=%d, estimator=%s, "
-              "iterations=%d (medians)\n",
-              config.model.d_model, config.model.n_layers, config.model.n_heads, config.model.d_ff,
-              vocab, step.groups.size(), static_cast<long long>(step.rollouts),
-              static_cast<long long>(step.tokens), batching.micro_batch_rollouts, threads,
-              loss.estimator.c_str(), iterations);
+  std::printf(
+      "learning_core_bench: model d=%d layers=%d heads=%d d_ff=%d vocab=%d, %zu groups, "
+      "%lld rollouts, %lld tokens, micro_batch_rollouts=%d, threads=%d, estimator=%s, "
+      "iterations=%d (medians)\n",
+      config.model.d_model, config.model.n_layers, config.model.n_heads, config.model.d_ff, vocab,
+      step.groups.size(), static_cast<long long>(step.rollouts),
+      static_cast<long long>(step.tokens), batching.micro_batch_rollouts, threads,
+      loss.estimator.c_str(), iterations);
   std::printf("policy forward+backward (baseline):        %8.2f ms\n", base * 1e3);
   std::printf("AccumulateStepGradients (full step):       %8.2f ms\n", fl * 1e3);
-  std::printf("added by loss + diagnostics (full-base):   %8.2f ms = %.1f%% of baseline (target <= 5%%)\n",
-              (fl - base) * 1e3, 100.0 * (fl - base) / base);
+  std::printf(
+      "added by loss + diagnostics (full-base):   %8.2f ms = %.1f%% of baseline (target <= 5%%)\n",
+      (fl - base) * 1e3, 100.0 * (fl - base) / base);
   std::printf("median paired difference (full-base):     %8.2f ms = %.1f%% of baseline\n",
               paired * 1e3, 100.0 * paired / base);
-  std::printf("estimator + diagnostics alone (1 batch):   %8.2f ms = %.1f%% of baseline\n", lo * 1e3,
-              100.0 * lo / base);
+  std::printf("estimator + diagnostics alone (1 batch):   %8.2f ms = %.1f%% of baseline\n",
+              lo * 1e3, 100.0 * lo / base);
   return 0;
 }

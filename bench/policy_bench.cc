@@ -129,10 +129,11 @@ int main(int argc, char** argv) {
                                    defaults.n_heads, defaults.d_ff},
                              Shape{"training-bench model", 512, 4, 8, 1536}}) {
     auto model = MakeModel(shape.d_model, shape.n_layers, shape.n_heads, shape.d_ff, 256);
-    std::printf("\n[decode] %s: d_model=%d layers=%d heads=%d d_ff=%d (%lld params), prompt 8, "
-                "%d new tokens, sampling T=1\n",
-                shape.name, shape.d_model, shape.n_layers, shape.n_heads, shape.d_ff,
-                static_cast<long long>(model->num_parameters()), new_tokens);
+    std::printf(
+        "\n[decode] %s: d_model=%d layers=%d heads=%d d_ff=%d (%lld params), prompt 8, "
+        "%d new tokens, sampling T=1\n",
+        shape.name, shape.d_model, shape.n_layers, shape.n_heads, shape.d_ff,
+        static_cast<long long>(model->num_parameters()), new_tokens);
     std::printf("  %-6s %-16s %-16s %-8s\n", "batch", "kv-cache tok/s", "recompute tok/s", "ratio");
     for (int batch : {1, 32}) {
       const double with = DecodeTokensPerSecond(model, batch, new_tokens, true);
@@ -170,10 +171,11 @@ int main(int argc, char** argv) {
     }
     std::printf("\n[install] weights blob of %.1f MB (d_model=%d layers=2 d_ff=%d)%s\n",
                 blob.size() / 1e6, config.d_model, config.d_ff, ok ? "" : " LOAD FAILED");
-    std::printf("  new model: build %.1f ms + load %.1f ms | into an existing model: %.1f ms | "
-                "%.1fx\n",
-                1e3 * build_s, 1e3 * load_new_s, 1e3 * load_existing_s,
-                (build_s + load_new_s) / load_existing_s);
+    std::printf(
+        "  new model: build %.1f ms + load %.1f ms | into an existing model: %.1f ms | "
+        "%.1fx\n",
+        1e3 * build_s, 1e3 * load_new_s, 1e3 * load_existing_s,
+        (build_s + load_new_s) / load_existing_s);
     if (!ok) return 1;
     // And what publishing one costs the learner: serializing into fresh
     // memory against into the buffer of an earlier version (learner.cc).
@@ -189,9 +191,10 @@ int main(int argc, char** argv) {
       reused_s = std::min(reused_s, Seconds(t0));
       if (fresh != reused) return 1;
     }
-    std::printf("  serialize (learner): into fresh memory %.1f ms | into an earlier version's "
-                "buffer %.1f ms | %.1fx\n",
-                1e3 * fresh_s, 1e3 * reused_s, fresh_s / reused_s);
+    std::printf(
+        "  serialize (learner): into fresh memory %.1f ms | into an earlier version's "
+        "buffer %.1f ms | %.1fx\n",
+        1e3 * fresh_s, 1e3 * reused_s, fresh_s / reused_s);
   }
 
   // Training forward+backward: d_model 512, 4 layers, batch 32 x 128 tokens.
@@ -219,13 +222,14 @@ int main(int argc, char** argv) {
     // full L x L as computed): 2 matmuls x 2 flops x 3 (fwd + 2 bwd).
     const double flops = 6.0 * params * tok + 12.0 * layers * b * l * l * d;
     const double achieved = flops / s / 1e9;
-    std::printf("\n[train] model d_model=%d layers=%d heads=%d d_ff=%d (%.2fM params), batch %lld x "
-                "%lld tokens\n",
-                d, layers, heads, ff, params / 1e6, static_cast<long long>(b),
-                static_cast<long long>(l));
-    std::printf("  fwd+bwd %.3f s/step, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of measured matmul %s\n",
-                s, tok / s, achieved, 100.0 * achieved / gflops,
-                achieved / gflops >= 0.3 ? "(target >= 30%: met)" : "(target >= 30%: MISSED)");
+    std::printf(
+        "\n[train] model d_model=%d layers=%d heads=%d d_ff=%d (%.2fM params), batch %lld x "
+        "%lld tokens\n",
+        d, layers, heads, ff, params / 1e6, static_cast<long long>(b), static_cast<long long>(l));
+    std::printf(
+        "  fwd+bwd %.3f s/step, %.0f tokens/s, %.1f GFLOP/s = %.1f%% of measured matmul %s\n", s,
+        tok / s, achieved, 100.0 * achieved / gflops,
+        achieved / gflops >= 0.3 ? "(target >= 30%: met)" : "(target >= 30%: MISSED)");
   }
   return 0;
 }

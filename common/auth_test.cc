@@ -5,7 +5,6 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -137,9 +136,17 @@ TEST_F(AuthTest, BearerTokenIsCheckedOnEveryCallAndCounted) {
 
 TEST(TokenFileTest, LoadsAndTrimsAndRejectsEmpty) {
   std::string p = testing::TempDir() + "/token.txt";
-  { FILE* f = fopen(p.c_str(), "w"); fputs("abc\n", f); fclose(f); }
+  {
+    FILE* f = fopen(p.c_str(), "w");
+    fputs("abc\n", f);
+    fclose(f);
+  }
   EXPECT_EQ(*LoadToken(p), "abc");
-  { FILE* f = fopen(p.c_str(), "w"); fputs("\n", f); fclose(f); }
+  {
+    FILE* f = fopen(p.c_str(), "w");
+    fputs("\n", f);
+    fclose(f);
+  }
   EXPECT_FALSE(LoadToken(p).ok());
   EXPECT_EQ(*LoadToken(""), "");
 }

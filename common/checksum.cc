@@ -56,8 +56,7 @@ RLVR_CLMUL_TARGET uint32_t FinishLanes(const __m128i lane[4], const unsigned cha
   const __m128i low32 = _mm_setr_epi32(-1, 0, -1, 0);
   x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, by16, 0x10));
   const __m128i by8 = _mm_set_epi64x(0, 0x163cd6124);
-  x = _mm_xor_si128(_mm_srli_si128(x, 4),
-                    _mm_clmulepi64_si128(_mm_and_si128(x, low32), by8, 0x00));
+  x = _mm_xor_si128(_mm_srli_si128(x, 4), _mm_clmulepi64_si128(_mm_and_si128(x, low32), by8, 0x00));
   const __m128i barrett = _mm_set_epi64x(0x1f7011641, 0x1db710641);  // (mu, P)
   __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x, low32), barrett, 0x10);
   t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), barrett, 0x00);
@@ -116,8 +115,7 @@ RLVR_VCLMUL_TARGET uint32_t VclmulCrc32(const unsigned char* p, size_t n, uint32
 
 // Asked only where HasClmul() holds.
 bool HasVclmul() {
-  static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq");
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq");
   return has;
 }
 
@@ -138,9 +136,8 @@ uint32_t Crc32Using(Crc32Path path, std::string_view data, uint32_t crc) {
   if (path != Crc32Path::kZlib && n >= 64 && HasClmul()) {
     // zlib's convention: the register holds the inverted CRC.
     const size_t body = n & ~size_t{15};
-    crc = path == Crc32Path::kVector512 && body >= 256 && HasVclmul()
-              ? ~VclmulCrc32(p, body, ~crc)
-              : ~ClmulCrc32(p, body, ~crc);
+    crc = path == Crc32Path::kVector512 && body >= 256 && HasVclmul() ? ~VclmulCrc32(p, body, ~crc)
+                                                                      : ~ClmulCrc32(p, body, ~crc);
     p += body;
     n -= body;
   }

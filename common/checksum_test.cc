@@ -4,9 +4,8 @@
 // checks the narrower one.
 #include "common/checksum.h"
 
-#include <zlib.h>
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <random>
 #include <string>

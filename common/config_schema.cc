@@ -67,8 +67,8 @@ class ConfigSchemaYamlWalker {
     if (node.IsMap()) {
       const ConfigSchema::Entry* leaf = prefix.empty() ? nullptr : schema_->Find(prefix);
       if (leaf != nullptr) {
-        return KeyError(prefix, absl::StrCat("expected ", schema_->TypeName(*leaf),
-                                             ", got a mapping"));
+        return KeyError(prefix,
+                        absl::StrCat("expected ", schema_->TypeName(*leaf), ", got a mapping"));
       }
       for (const auto& kv : node) {
         if (!kv.first.IsScalar()) return KeyError(prefix, "mapping keys must be scalars");
@@ -107,8 +107,7 @@ class ConfigSchemaYamlWalker {
   ConfigSchema* schema_;
 };
 
-void ConfigSchema::Int(std::string path, int* field, int64_t min, int64_t max,
-                       std::string help) {
+void ConfigSchema::Int(std::string path, int* field, int64_t min, int64_t max, std::string help) {
   entries_.push_back(Entry{std::move(path), field, min, max, 0, 0, {}, std::move(help)});
 }
 void ConfigSchema::Int64(std::string path, int64_t* field, int64_t min, int64_t max,
@@ -171,8 +170,8 @@ absl::Status ConfigSchema::SetFromText(const Entry& e, absl::string_view text, b
       int64_t v;
       if (!ParseInt(text, &v)) return wrong(text);
       if (v < e.imin || v > e.imax) {
-        return KeyError(e.path, absl::StrCat("value ", v, " is out of range; expected ",
-                                             TypeName(e)));
+        return KeyError(e.path,
+                        absl::StrCat("value ", v, " is out of range; expected ", TypeName(e)));
       }
       if (e.field.index() == 0) {
         *std::get<int*>(e.field) = static_cast<int>(v);
@@ -185,8 +184,8 @@ absl::Status ConfigSchema::SetFromText(const Entry& e, absl::string_view text, b
       double v;
       if (!ParseDouble(text, &v)) return wrong(text);
       if (v < e.dmin || v > e.dmax) {
-        return KeyError(e.path, absl::StrCat("value ", v, " is out of range; expected ",
-                                             TypeName(e)));
+        return KeyError(e.path,
+                        absl::StrCat("value ", v, " is out of range; expected ", TypeName(e)));
       }
       *std::get<double*>(e.field) = v;
       return absl::OkStatus();
@@ -228,8 +227,8 @@ absl::Status ConfigSchema::SetFromText(const Entry& e, absl::string_view text, b
       }
       for (int v : out) {
         if (v < e.imin || v > e.imax) {
-          return KeyError(e.path, absl::StrCat("list value ", v, " is out of range; expected ",
-                                               TypeName(e)));
+          return KeyError(
+              e.path, absl::StrCat("list value ", v, " is out of range; expected ", TypeName(e)));
         }
       }
       *std::get<std::vector<int>*>(e.field) = std::move(out);
@@ -243,9 +242,9 @@ absl::Status ConfigSchema::ApplyYaml(absl::string_view yaml_text, absl::string_v
   try {
     root = YAML::Load(std::string(yaml_text));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_name, ": YAML syntax error at line ", e.mark.line + 1, ", column ",
-                     e.mark.column + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": YAML syntax error at line ",
+                                                   e.mark.line + 1, ", column ", e.mark.column + 1,
+                                                   ": ", e.msg));
   }
   if (!root.IsNull() && !root.IsMap()) {
     return absl::InvalidArgumentError(
@@ -332,8 +331,8 @@ std::string ConfigSchema::ToYaml() const {
 std::string ConfigSchema::Help() const {
   std::string out;
   for (const auto& e : entries_) {
-    absl::StrAppend(&out, "  ", e.path, " = ", ValueText(e), "\n      ", TypeName(e), ". ",
-                    e.help, "\n");
+    absl::StrAppend(&out, "  ", e.path, " = ", ValueText(e), "\n      ", TypeName(e), ". ", e.help,
+                    "\n");
   }
   return out;
 }

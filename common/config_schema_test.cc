@@ -32,9 +32,9 @@ TEST(ConfigSchemaTest, AppliesNestedYamlAndKeepsDefaults) {
   Toy t;
   ConfigSchema s;
   Describe(&t, &s);
-  ASSERT_TRUE(s.ApplyYaml("model:\n  layers: 4\noptim:\n  flag: true\nrun:\n  ids: [3, 4]\n",
-                          "toy.yaml")
-                  .ok());
+  ASSERT_TRUE(
+      s.ApplyYaml("model:\n  layers: 4\noptim:\n  flag: true\nrun:\n  ids: [3, 4]\n", "toy.yaml")
+          .ok());
   EXPECT_EQ(t.layers, 4);
   EXPECT_TRUE(t.flag);
   EXPECT_DOUBLE_EQ(t.lr, 0.1);

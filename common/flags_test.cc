@@ -21,8 +21,8 @@ TEST(FlagsTest, ParsesAllForms) {
   f.Bool("v", &v, "v");
   f.Bool("w", &w, "w");
   f.StringList("set", &sets, "overrides");
-  std::vector<std::string> args = {"--addr=b", "--port", "42", "--x=0.5", "--v", "--now",
-                                   "--set", "a=1", "--set=b=2", "pos"};
+  std::vector<std::string> args = {"--addr=b", "--port", "42",  "--x=0.5",   "--v",
+                                   "--now",    "--set",  "a=1", "--set=b=2", "pos"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   ASSERT_TRUE(f.Parse(argv.size(), argv.data()).ok());

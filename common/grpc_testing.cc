@@ -16,13 +16,12 @@ absl::StatusOr<std::set<std::string>> ListServicesByReflection(
     const std::shared_ptr<grpc::Channel>& channel) {
   // The method path of the real reflection service, with wire-compatible
   // messages (see proto/rlvr/testing/reflection_wire.proto).
-  grpc::internal::RpcMethod method(
-      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+  grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                   grpc::internal::RpcMethod::BIDI_STREAMING, channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  std::unique_ptr<grpc::ClientReaderWriter<rlvr::testing::ReflectionRequest,
-                                           rlvr::testing::ReflectionResponse>>
+  std::unique_ptr<
+      grpc::ClientReaderWriter<rlvr::testing::ReflectionRequest, rlvr::testing::ReflectionResponse>>
       stream(grpc::internal::ClientReaderWriterFactory<
              rlvr::testing::ReflectionRequest,
              rlvr::testing::ReflectionResponse>::Create(channel.get(), method, &ctx));

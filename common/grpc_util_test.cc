@@ -7,9 +7,9 @@
 
 #include <set>
 
-#include "rlvr/v1/status.grpc.pb.h"
 #include "common/grpc_testing.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "rlvr/v1/status.grpc.pb.h"
 
 namespace rlvr {
 namespace {

@@ -3,14 +3,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <prometheus/text_serializer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <sstream>
-
-#include <prometheus/text_serializer.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -111,8 +110,8 @@ void MetricsServer::HandleConnection(int fd) {
 }
 
 std::vector<double> SecondsBuckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-          1.0,   2.5,    5.0,   10.0, 25.0,  50.0, 100.0};
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
+          0.5,   1.0,    2.5,   5.0,  10.0,  25.0, 50.0, 100.0};
 }
 
 }  // namespace rlvr

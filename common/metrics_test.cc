@@ -2,12 +2,11 @@
 #include "common/metrics.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "prometheus/counter.h"
 
@@ -34,7 +33,8 @@ std::string Get(int port, const std::string& request) {
 
 TEST(MetricsServerTest, ServesTheRegistryInTextFormat) {
   auto registry = std::make_shared<prometheus::Registry>();
-  auto& family = prometheus::BuildCounter().Name("rlvr_test_total").Help("A test.").Register(*registry);
+  auto& family =
+      prometheus::BuildCounter().Name("rlvr_test_total").Help("A test.").Register(*registry);
   family.Add({}).Increment(3);
   auto server = MetricsServer::Start({}, registry);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -84,8 +84,7 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
             "Stop at this greedy accuracy on the validation prompts; 0 = run all steps.");
   s->Int("pretrain.validation_prompts", &p.validation_prompts, 1, kBig,
          "Training-split prompts held out of pretraining for the stop check.");
-  s->Int("pretrain.validate_every", &p.validate_every, 1, kBig,
-         "Steps between stop checks.");
+  s->Int("pretrain.validate_every", &p.validate_every, 1, kBig, "Steps between stop checks.");
 
   SamplingConfig& sm = c->sampling;
   s->Double("sampling.temperature", &sm.temperature, 1e-3, 100.0, "Softmax temperature.");

@@ -19,19 +19,19 @@ namespace rlvr {
 
 // The decoder-only transformer's shape. vocab_size comes from the tokenizer.
 struct ModelConfig {
-  int d_model = 128;         // Residual width.
-  int n_layers = 2;          // Transformer blocks.
-  int n_heads = 4;           // Attention heads; d_model % n_heads == 0.
-  int d_ff = 384;            // SwiGLU hidden width.
-  int max_seq_len = 48;      // Prompt + completion tokens, upper bound.
+  int d_model = 128;            // Residual width.
+  int n_layers = 2;             // Transformer blocks.
+  int n_heads = 4;              // Attention heads; d_model % n_heads == 0.
+  int d_ff = 384;               // SwiGLU hidden width.
+  int max_seq_len = 48;         // Prompt + completion tokens, upper bound.
   double rope_theta = 10000.0;  // RoPE base.
-  double init_std = 0.02;    // Normal init std of linear and embedding weights.
+  double init_std = 0.02;       // Normal init std of linear and embedding weights.
   // Hugging Face architectures (docs/policy.md "Hugging Face models"). With
   // hf_path set, the shape fields above and below are read from
   // <hf_path>/config.json (common/policy/hf_config.h) and the weights from its
   // safetensors files; with hf_path empty and arch != builtin, a randomly
   // initialised model of that architecture and these dimensions is built.
-  std::string hf_path = "";                 // A Hugging Face model directory; empty = not one.
+  std::string hf_path = "";            // A Hugging Face model directory; empty = not one.
   std::string arch = "builtin";        // builtin | llama | qwen2 | qwen3
   int n_kv_heads = 0;                  // Key/value heads (GQA); 0 = n_heads.
   int head_dim = 0;                    // Per-head width; 0 = d_model / n_heads.
@@ -41,7 +41,7 @@ struct ModelConfig {
   bool qk_norm = false;                // Per-head RMSNorm of queries and keys before RoPE (Qwen3).
   bool tie_embeddings = true;          // Output projection = input embedding.
   double rms_norm_eps = 1e-6;          // RMSNorm epsilon.
-  std::string rope_scaling = "";            // "" (none) | llama3
+  std::string rope_scaling = "";       // "" (none) | llama3
   double rope_factor = 8.0;            // llama3: frequency divisor for long wavelengths.
   double rope_low_freq_factor = 1.0;   // llama3: low-frequency boundary factor.
   double rope_high_freq_factor = 4.0;  // llama3: high-frequency boundary factor.
@@ -64,27 +64,27 @@ struct TaskConfig {
   std::string train_path;
   std::string heldout_path;
   // Prompt format and verifier (docs/tasks.md), for every kind.
-  std::string prompt_format = "raw";    // raw | chatml | llama3 | a template with {question}
-  std::string system_prompt;            // Chat formats / templates with {system}; "" = none.
+  std::string prompt_format = "raw";      // raw | chatml | llama3 | a template with {question}
+  std::string system_prompt;              // Chat formats / templates with {system}; "" = none.
   std::string verifier = "final_answer";  // final_answer | gsm8k | boxed | exact
-  double format_reward = 0.0;           // Reward of a wrong but well-formed answer, [0, 1).
+  double format_reward = 0.0;             // Reward of a wrong but well-formed answer, [0, 1).
   // jsonl: field names, and a held-out split cut from train_path.
   std::string question_field = "question";
   std::string answer_field = "answer";
-  std::string id_field;                 // "" = ids are "<file name>:<line>".
-  double heldout_fraction = 0.0;        // Without heldout_path: fraction held out, by seed.
+  std::string id_field;           // "" = ids are "<file name>:<line>".
+  double heldout_fraction = 0.0;  // Without heldout_path: fraction held out, by seed.
 };
 
 // Supervised warm start (`rlvr pretrain`).
 struct PretrainConfig {
   std::string checkpoint = "runs/base/base.rlvrw";  // Output weight blob.
-  int steps = 300;          // Optimizer steps.
-  int batch_size = 64;      // Sequences per step.
-  double lr = 3e-3;         // Peak learning rate.
-  int warmup_steps = 30;    // Linear warm-up steps, then cosine decay.
-  double min_lr_ratio = 0.1;  // Final LR as a fraction of the peak.
+  int steps = 300;                                  // Optimizer steps.
+  int batch_size = 64;                              // Sequences per step.
+  double lr = 3e-3;                                 // Peak learning rate.
+  int warmup_steps = 30;                            // Linear warm-up steps, then cosine decay.
+  double min_lr_ratio = 0.1;                        // Final LR as a fraction of the peak.
   double weight_decay = 0.01;
-  double grad_clip = 1.0;   // Global grad-norm clip; 0 disables.
+  double grad_clip = 1.0;  // Global grad-norm clip; 0 disables.
   // Fraction of training prompts used for pretraining (the rest only in RL),
   // which keeps the base model's accuracy below the ceiling.
   double data_fraction = 1.0;
@@ -105,38 +105,38 @@ struct PretrainConfig {
 // How actors sample (copied into every lease).
 struct SamplingConfig {
   double temperature = 1.0;
-  int top_k = 0;             // 0 = off.
-  double top_p = 1.0;        // 1 = off.
-  int max_new_tokens = 8;    // Completion length cap, stop token included.
+  int top_k = 0;           // 0 = off.
+  double top_p = 1.0;      // 1 = off.
+  int max_new_tokens = 8;  // Completion length cap, stop token included.
 };
 
 struct ActorConfig {
-  int group_size = 8;            // G completions per prompt.
-  int max_batch_prompts = 16;    // Prompts generated together (capacity in Hello).
-  int threads = 1;               // Intra-op threads for the actor's model.
-  double reconnect_initial_s = 0.2;  // First reconnect backoff, seconds.
-  double reconnect_max_s = 5.0;      // Backoff ceiling, seconds.
-  double shutdown_deadline_s = 10.0; // SIGTERM: finish or abandon within this.
+  int group_size = 8;                 // G completions per prompt.
+  int max_batch_prompts = 16;         // Prompts generated together (capacity in Hello).
+  int threads = 1;                    // Intra-op threads for the actor's model.
+  double reconnect_initial_s = 0.2;   // First reconnect backoff, seconds.
+  double reconnect_max_s = 5.0;       // Backoff ceiling, seconds.
+  double shutdown_deadline_s = 10.0;  // SIGTERM: finish or abandon within this.
 };
 
 struct LearnerConfig {
-  int max_policy_lag = 1;        // Groups older than version - lag are dropped. 0 = on-policy.
-  int buffer_groups = 64;        // Rollout buffer capacity in groups (credits).
-  int groups_per_update = 32;    // Complete groups consumed by one update (one new version).
-  double lease_timeout_s = 60.0; // Lease deadline; expired leases are re-queued.
-  int checkpoint_every = 10;     // Updates between checkpoints; 0 = only at exit.
-  int keep_checkpoints = 3;      // Checkpoints kept (K).
-  int threads = 1;               // Intra-op threads per rank.
-  double collective_timeout_s = 120.0;  // A rank that hangs longer fails the others.
-  int64_t max_message_bytes = 16 << 20; // Largest ActorMessage accepted.
-  int max_sessions = 256;        // Concurrent actor sessions accepted.
+  int max_policy_lag = 1;         // Groups older than version - lag are dropped. 0 = on-policy.
+  int buffer_groups = 64;         // Rollout buffer capacity in groups (credits).
+  int groups_per_update = 32;     // Complete groups consumed by one update (one new version).
+  double lease_timeout_s = 60.0;  // Lease deadline; expired leases are re-queued.
+  int checkpoint_every = 10;      // Updates between checkpoints; 0 = only at exit.
+  int keep_checkpoints = 3;       // Checkpoints kept (K).
+  int threads = 1;                // Intra-op threads per rank.
+  double collective_timeout_s = 120.0;   // A rank that hangs longer fails the others.
+  int64_t max_message_bytes = 16 << 20;  // Largest ActorMessage accepted.
+  int max_sessions = 256;                // Concurrent actor sessions accepted.
   // Groups per second one session may submit (token bucket, burst of one
   // second's worth); over-limit groups are rejected RATE_LIMITED. 0 = off.
   double max_groups_per_s = 200.0;
   // Bytes of accepted groups waiting for training; a group that would exceed
   // it is rejected UNAVAILABLE (its lease re-queued).
   int64_t buffer_bytes = 512LL << 20;
-  int64_t seed = 1;              // Lease order, sampling seeds, batcher shuffles.
+  int64_t seed = 1;  // Lease order, sampling seeds, batcher shuffles.
   // The front door (docs/reliability.md, "Integrating your own actor").
   // A stream must send Hello within this time, else it is closed
   // DEADLINE_EXCEEDED; streams waiting for Hello count against max_sessions.
@@ -155,27 +155,27 @@ struct LearnerConfig {
 
 // The estimator (ALGORITHMS.md).
 struct LossConfig {
-  std::string estimator = "dfpo";           // dfpo | grpo | dr_grpo | dapo | gspo
+  std::string estimator = "dfpo";              // dfpo | grpo | dr_grpo | dapo | gspo
   std::string dfpo_transform = "min_replace";  // min_replace | adv_orthogonal
-  double clip_eps = 0.2;          // Symmetric clip (dfpo, grpo, dr_grpo; gspo uses gspo_eps).
-  double clip_eps_high = 0.28;    // dapo's upper clip.
-  double gspo_eps = 4e-4;         // gspo's sequence-ratio clip.
+  double clip_eps = 0.2;                // Symmetric clip (dfpo, grpo, dr_grpo; gspo uses gspo_eps).
+  double clip_eps_high = 0.28;          // dapo's upper clip.
+  double gspo_eps = 4e-4;               // gspo's sequence-ratio clip.
   double dfpo_max_abs_log_ratio = 0.0;  // [D] Trust-region guard; 0 = off. Drops whole groups.
-  bool std_normalize = false;     // [D] Divide advantages by std(R)+1e-6.
-  std::string normalizer = "tokens";  // [D] tokens | constant (max_new_tokens x rollouts).
-  double kl_coef = 0.0;           // k3 KL to the reference (pretrained) policy; 0 = off.
+  bool std_normalize = false;           // [D] Divide advantages by std(R)+1e-6.
+  std::string normalizer = "tokens";    // [D] tokens | constant (max_new_tokens x rollouts).
+  double kl_coef = 0.0;                 // k3 KL to the reference (pretrained) policy; 0 = off.
   std::string old_logprobs = "recompute";  // recompute | behaviour
 };
 
 struct BatchingConfig {
   std::string reward_balance = "downsample";  // [D] downsample | pack | none
   std::string balance_unit = "count";         // [D] count | adv_mass | tokens
-  bool recompute_advantage = true;   // [D] Recompute A on the kept subset after downsample.
-  bool query_preserved = true;       // Whole groups per mini-batch (false: shuffle rollouts).
-  bool dynamic_sampling = true;      // Drop all-equal-reward groups (counted).
-  int mini_batches = 1;              // Optimizer steps per epoch of an update.
-  int epochs = 1;                    // Passes over the update's groups.
-  int micro_batch_rollouts = 64;     // Rollouts per forward/backward (memory only).
+  bool recompute_advantage = true;  // [D] Recompute A on the kept subset after downsample.
+  bool query_preserved = true;      // Whole groups per mini-batch (false: shuffle rollouts).
+  bool dynamic_sampling = true;     // Drop all-equal-reward groups (counted).
+  int mini_batches = 1;             // Optimizer steps per epoch of an update.
+  int epochs = 1;                   // Passes over the update's groups.
+  int micro_batch_rollouts = 64;    // Rollouts per forward/backward (memory only).
 };
 
 struct OptimConfig {
@@ -184,16 +184,16 @@ struct OptimConfig {
   double beta2 = 0.99;
   double eps = 1e-8;
   double weight_decay = 0.0;
-  double grad_clip = 1.0;          // Global grad-norm clip; 0 disables.
-  int warmup_steps = 0;            // Linear warm-up, in optimizer steps.
+  double grad_clip = 1.0;             // Global grad-norm clip; 0 disables.
+  int warmup_steps = 0;               // Linear warm-up, in optimizer steps.
   std::string schedule = "constant";  // constant | cosine
-  double min_lr_ratio = 0.1;       // cosine: final LR fraction.
+  double min_lr_ratio = 0.1;          // cosine: final LR fraction.
 };
 
 struct EvalConfig {
-  int every = 10;            // Updates between held-out evaluations; 0 = only at the end.
-  int prompts = 200;         // Held-out prompts evaluated (<= task.heldout_size).
-  int pass_k = 4;            // k of pass@k.
+  int every = 10;                 // Updates between held-out evaluations; 0 = only at the end.
+  int prompts = 200;              // Held-out prompts evaluated (<= task.heldout_size).
+  int pass_k = 4;                 // k of pass@k.
   double pass_temperature = 1.0;  // Sampling temperature for pass@k.
 };
 

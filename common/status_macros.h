@@ -10,10 +10,10 @@
 #define RLVR_STATUS_CONCAT_(a, b) RLVR_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (an absl::Status); returns it from the caller if not OK.
-#define RETURN_IF_ERROR(expr)                                       \
-  do {                                                              \
-    ::absl::Status rlvr_status_ = (expr);                           \
-    if (!rlvr_status_.ok()) return rlvr_status_;                    \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::absl::Status rlvr_status_ = (expr);        \
+    if (!rlvr_status_.ok()) return rlvr_status_; \
   } while (0)
 
 // ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (an absl::StatusOr<T>); on
@@ -22,8 +22,8 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   RLVR_ASSIGN_OR_RETURN_IMPL_(RLVR_STATUS_CONCAT_(rlvr_statusor_, __LINE__), lhs, expr)
 
-#define RLVR_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                \
+#define RLVR_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)   \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -1,9 +1,9 @@
 #include "learner/ingest.h"
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "learner/rollout_decoder.h"
 

@@ -29,7 +29,7 @@
 namespace rlvr::learner {
 
 struct LearnerOptions {
-  RunConfig config;                        // The resolved run config.
+  RunConfig config;  // The resolved run config.
   // gRPC listen address of rank 0; port 0 picks a free port.
   std::string address = "127.0.0.1:0";
   // If set, rank 0 writes the bound gRPC port here (atomically) once serving.
@@ -39,7 +39,7 @@ struct LearnerOptions {
   std::string metrics_bind = "127.0.0.1";  // Metrics bind address.
   // Checkpoints go to <run_dir>/checkpoints; "" disables checkpoints.
   std::string run_dir;
-  std::string metrics_jsonl;               // One JSON line per update; "" = none.
+  std::string metrics_jsonl;  // One JSON line per update; "" = none.
   // One JSON line per trained group {prompt_index, lease_id, version, step,
   // epoch, position, prompt_id}; "" = none. Appended to across resumes;
   // at start, lines of steps after the resumed checkpoint are dropped
@@ -47,18 +47,18 @@ struct LearnerOptions {
   std::string ledger_path;
   // Base weight blob; "" = random init, or model.hf_path's weights.
   std::string base_weights;
-  int total_updates = 60;                  // Stop after this many updates (resumes count).
-  int rank = 0;                            // Data-parallel rank.
-  int world_size = 1;                      // Data-parallel world size.
-  std::string master_addr = "127.0.0.1";   // Rendezvous host (rank 0).
-  int master_port = 0;                     // Rendezvous port; required if world_size > 1.
-  std::string backend = "auto";            // Communicator backend.
+  int total_updates = 60;                 // Stop after this many updates (resumes count).
+  int rank = 0;                           // Data-parallel rank.
+  int world_size = 1;                     // Data-parallel world size.
+  std::string master_addr = "127.0.0.1";  // Rendezvous host (rank 0).
+  int master_port = 0;                    // Rendezvous port; required if world_size > 1.
+  std::string backend = "auto";           // Communicator backend.
   // TLS for rank 0's server: PEM paths; empty cert/key = plaintext; a client
   // CA requires client certificates (mutual TLS).
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  std::string auth_token;                  // Bearer token required of callers; "" = none.
+  std::string auth_token;  // Bearer token required of callers; "" = none.
   // Polled (often) by rank 0; true starts the graceful stop. May be empty.
   std::function<bool()> stop_requested;
 };

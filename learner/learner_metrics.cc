@@ -53,8 +53,8 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
   dropped_balance = &dropped.Add({{"reason", "balance"}});
   dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
   leases_granted = C(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
-  leases_reissued = C(r, "rlvr_learner_leases_reissued_total",
-                      "Leases whose prompt went back to the queue.");
+  leases_reissued =
+      C(r, "rlvr_learner_leases_reissued_total", "Leases whose prompt went back to the queue.");
   leases_revoked = C(r, "rlvr_learner_leases_revoked_total",
                      "Leases revoked at a new version because their groups would be stale.");
   leases_outstanding = G(r, "rlvr_learner_leases_outstanding", "Leases granted, not answered.");
@@ -64,9 +64,9 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
       G(r, "rlvr_learner_buffer_capacity_groups", "Rollout buffer capacity, groups.");
   std::vector<double> staleness_buckets;
   for (int i = 0; i <= 16; ++i) staleness_buckets.push_back(i);
-  staleness_versions = H(r, "rlvr_learner_staleness_versions",
-                         "Versions between a trained group's policy and the learner's.",
-                         staleness_buckets);
+  staleness_versions =
+      H(r, "rlvr_learner_staleness_versions",
+        "Versions between a trained group's policy and the learner's.", staleness_buckets);
   step_seconds = H(r, "rlvr_learner_step_seconds", "Update wall time.", SecondsBuckets());
   tokens_trained = C(r, "rlvr_learner_tokens_trained_total", "Completion tokens trained on.");
   reward_mean = G(r, "rlvr_learner_reward_mean", "Last update: mean reward.");

@@ -1,13 +1,12 @@
 #include "learner/ledger.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace rlvr::learner {
 namespace {
@@ -47,8 +46,8 @@ TEST_F(LedgerTest, DropsLinesOfRolledBackStepsAndTornLastLine) {
     ASSERT_TRUE(w.Open(path_).ok());
     for (int step = 1; step <= 4; ++step) {
       for (int g = 0; g < 2; ++g) {
-        ASSERT_TRUE(w.Append("{\"step\":" + std::to_string(step) + ",\"prompt_index\":" +
-                             std::to_string(2 * step + g) + "}")
+        ASSERT_TRUE(w.Append("{\"step\":" + std::to_string(step) +
+                             ",\"prompt_index\":" + std::to_string(2 * step + g) + "}")
                         .ok());
       }
     }

@@ -6,10 +6,7 @@
 #include "common/splitmix.h"
 
 namespace rlvr::learner {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 uint64_t PromptCursor::SlotSeed(uint64_t seed, uint64_t epoch, uint64_t prompt_index) {
   return SplitMix64(SplitMix64(SplitMix64(seed) ^ epoch) ^ (prompt_index * 0x2545F4914F6CDD1DULL));
@@ -113,7 +110,8 @@ std::string PromptCursor::Serialize() const {
 absl::Status PromptCursor::Restore(const std::string& text) {
   try {
     nlohmann::json j = nlohmann::json::parse(text);
-    if (j.at("num_prompts").get<uint64_t>() != num_prompts_ || j.at("seed").get<uint64_t>() != seed_) {
+    if (j.at("num_prompts").get<uint64_t>() != num_prompts_ ||
+        j.at("seed").get<uint64_t>() != seed_) {
       return absl::FailedPreconditionError(
           "cursor state was saved with a different dataset size or seed");
     }

@@ -61,11 +61,11 @@ class PromptCursor {
 
  private:
   struct Epoch {
-    std::vector<uint32_t> order;    // position -> prompt index.
-    uint64_t next_fresh = 0;        // Positions [0, next_fresh) were handed out.
-    std::vector<bool> trained;      // Per position.
+    std::vector<uint32_t> order;  // position -> prompt index.
+    uint64_t next_fresh = 0;      // Positions [0, next_fresh) were handed out.
+    std::vector<bool> trained;    // Per position.
     uint64_t trained_count = 0;
-    std::set<uint64_t> requeued;    // Positions waiting to be handed out again.
+    std::set<uint64_t> requeued;  // Positions waiting to be handed out again.
   };
   Epoch& Open(uint64_t epoch);
   std::vector<uint32_t> Order(uint64_t epoch) const;

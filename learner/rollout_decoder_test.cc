@@ -1,15 +1,15 @@
 #include "learner/rollout_decoder.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/unknown_field_set.h>
-#include <gtest/gtest.h>
 
 #include "rlvr/v1/session.pb.h"
 
@@ -106,10 +106,17 @@ rlvr::v1::RolloutGroup RandomGroup(std::mt19937_64& rng) {
     for (int t = 0; t < n; ++t) {
       int32_t id;
       switch (width) {
-        case 7: id = static_cast<int32_t>(rng() % 20000); break;
-        case 8: id = static_cast<int32_t>(rng()); break;  // Any, negative included.
-        case 9: id = (t % 7 == 0) ? 300 : static_cast<int32_t>(rng() % 128); break;
-        default: id = static_cast<int32_t>(rng() % 128);
+        case 7:
+          id = static_cast<int32_t>(rng() % 20000);
+          break;
+        case 8:
+          id = static_cast<int32_t>(rng());
+          break;  // Any, negative included.
+        case 9:
+          id = (t % 7 == 0) ? 300 : static_cast<int32_t>(rng() % 128);
+          break;
+        default:
+          id = static_cast<int32_t>(rng() % 128);
       }
       comp->add_token_ids(id);
     }
@@ -183,7 +190,7 @@ TEST(RolloutDecoderTest, RefusesBatchesOfMoreGroupsThanTheLimitBeforeDecoding) {
   std::string body;
   for (int i = 0; i < 1000000; ++i) body += std::string("\x0a\x00", 2);
   std::string len;
-  for (size_t v = body.size(); ; v >>= 7) {
+  for (size_t v = body.size();; v >>= 7) {
     len += static_cast<char>((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
     if (v < 0x80) break;
   }
@@ -245,11 +252,11 @@ TEST(RolloutDecoderTest, SkipsUnknownFieldsAndCountsThemInTheSize) {
 
 TEST(RolloutDecoderTest, ConcatenatesPackedRunsAsProtobufDoes) {
   // A completion whose ids come in two packed runs (legal, if unusual).
-  const std::string completion = std::string("\x0a\x02\x01\x02", 4) +    // ids 1, 2
-                                 std::string("\x0a\x03\xac\x02\x03", 5) +  // ids 300, 3
+  const std::string completion = std::string("\x0a\x02\x01\x02", 4) +         // ids 1, 2
+                                 std::string("\x0a\x03\xac\x02\x03", 5) +     // ids 300, 3
                                  std::string("\x12\x04\x00\x00\x80\xbf", 6);  // log-prob -1
-  const std::string group = "\x22" + std::string(1, static_cast<char>(completion.size())) +
-                            completion;
+  const std::string group =
+      "\x22" + std::string(1, static_cast<char>(completion.size())) + completion;
   const std::string wire = "\x12" + std::string(1, static_cast<char>(group.size())) + group;
   std::vector<ReceivedGroup> slots;
   ASSERT_EQ(CheckAgainstProtobuf(wire, 4, &slots), DecodeOutcome::kGroup);
@@ -287,8 +294,7 @@ TEST(RolloutDecoderTest, DeclinesWhatProtobufShouldJudge) {
   EXPECT_EQ(decode(std::string("\x12\x05\x22\x03\x22\x01\xc3", 7)), DecodeOutcome::kDecline);
   // The deprecated group wire type, an over-long varint, field number 0.
   EXPECT_EQ(decode(std::string("\x12\x02\x0b\x0c", 4)), DecodeOutcome::kDecline);
-  EXPECT_EQ(decode(std::string("\x12\x0b\x08") + std::string(10, '\xff')),
-            DecodeOutcome::kDecline);
+  EXPECT_EQ(decode(std::string("\x12\x0b\x08") + std::string(10, '\xff')), DecodeOutcome::kDecline);
   EXPECT_EQ(decode(std::string("\x12\x02\x00\x00", 4)), DecodeOutcome::kDecline);
   // A length past the end.
   EXPECT_EQ(decode(std::string("\x12\x09\x22\x01", 4)), DecodeOutcome::kDecline);

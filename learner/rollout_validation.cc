@@ -24,9 +24,9 @@ ValidationResult ValidateGroupContent(const ReceivedGroup& received,
   const Group& group = received.group;
   if (received.completions != expect.group_size ||
       group.rollouts.size() != static_cast<size_t>(received.completions)) {
-    return Reject(rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE,
-                  absl::StrCat(received.completions, " completions, lease asks for ",
-                               expect.group_size));
+    return Reject(
+        rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE,
+        absl::StrCat(received.completions, " completions, lease asks for ", expect.group_size));
   }
   if (group.prompt_id != expect.prompt_id) {
     return Reject(rlvr::v1::REJECT_REASON_LENGTH_MISMATCH,

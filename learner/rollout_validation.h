@@ -30,8 +30,7 @@ struct ValidationResult {
 // range, log-probs finite and <= 0, reward finite, reward in [0, 1].
 // The group size is group.completions; the rollouts are the completions
 // (all of them whenever the size is right).
-ValidationResult ValidateGroupContent(const ReceivedGroup& group,
-                                      const GroupExpectations& expect);
+ValidationResult ValidateGroupContent(const ReceivedGroup& group, const GroupExpectations& expect);
 
 }  // namespace rlvr::learner
 

@@ -2,13 +2,13 @@
 // with the right RejectReason, counted, and the learner keeps working.
 #include "learner/session_service.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/grpc_util.h"
 #include "learner/rollout_decoder.h"
@@ -164,8 +164,8 @@ class SessionServiceTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(c.Send(m));
     rlvr::v1::Ack ack = c.ReadAck();
     EXPECT_FALSE(ack.accepted());
-    EXPECT_EQ(ack.reason(), reason) << rlvr::v1::RejectReason_Name(ack.reason()) << " "
-                                    << ack.detail();
+    EXPECT_EQ(ack.reason(), reason)
+        << rlvr::v1::RejectReason_Name(ack.reason()) << " " << ack.detail();
     EXPECT_EQ(ack.lease_id(), m.group().lease_id());
     EXPECT_FALSE(ack.detail().empty());
     EXPECT_EQ(metrics_.Rejected(reason).Value(), before + 1);
@@ -483,7 +483,8 @@ TEST_P(SessionServiceTest, BatchOfMoreGroupsThanTheCapacityEndsTheCall) {
   WorkLease a = c.NextLease();
   WorkLease b = c.NextLease();
   ActorMessage batch;
-  for (const WorkLease& l : {a, b, a}) *batch.mutable_group_batch()->add_groups() = Group(l, 1).group();
+  for (const WorkLease& l : {a, b, a})
+    *batch.mutable_group_batch()->add_groups() = Group(l, 1).group();
   ASSERT_TRUE(c.stream->Write(batch));
   LearnerMessage m;
   while (c.stream->Read(&m)) EXPECT_FALSE(m.has_ack_batch()) << "no group may be judged";

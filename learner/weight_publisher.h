@@ -69,9 +69,8 @@ class PublishedVersion {
 
 class WatchReactor;
 
-class WeightPublisher final
-    : public rlvr::v1::WeightService::WithRawCallbackMethod_WatchWeights<
-          rlvr::v1::WeightService::Service> {
+class WeightPublisher final : public rlvr::v1::WeightService::WithRawCallbackMethod_WatchWeights<
+                                  rlvr::v1::WeightService::Service> {
  public:
   // The one chunk size of the weight stream: a chunk message (1 MiB of data
   // plus ~40 bytes of framing) fits the 4 MiB default receive limit of every

@@ -2,10 +2,10 @@
 // watcher skipping to the newest version.
 #include "learner/weight_publisher.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/checksum.h"
 #include "common/grpc_util.h"
@@ -71,8 +71,8 @@ class WeightPublisherTest : public ::testing::Test {
 
 TEST_F(WeightPublisherTest, EncodedChunkParsesAsWeightChunk) {
   std::string text = "abcdefghij";
-  auto v = std::make_shared<const PublishedVersion>(
-      9, std::make_shared<const std::string>(text), 4);
+  auto v =
+      std::make_shared<const PublishedVersion>(9, std::make_shared<const std::string>(text), 4);
   ASSERT_EQ(v->num_chunks(), 3u);
   auto decode = [&](size_t index) {
     grpc::ByteBuffer bb = EncodeWeightChunk(v, index);

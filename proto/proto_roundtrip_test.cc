@@ -144,8 +144,10 @@ TEST(ProtoRoundTripTest, EveryMessageAndFieldIsDocumented) {
     while (std::getline(in, line)) {
       ++lineno;
       if (line.find("oneof ") != std::string::npos) oneof_depth = 1;
-      bool documented = prev.find("//") != std::string::npos || line.find("//") != std::string::npos;
-      if (oneof_depth == 0 && (std::regex_search(line, field_re) || std::regex_search(line, message_re))) {
+      bool documented =
+          prev.find("//") != std::string::npos || line.find("//") != std::string::npos;
+      if (oneof_depth == 0 &&
+          (std::regex_search(line, field_re) || std::regex_search(line, message_re))) {
         EXPECT_TRUE(documented) << path << ":" << lineno << ": undocumented: " << line;
         ++checked;
       }

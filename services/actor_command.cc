@@ -1,6 +1,7 @@
 // `rlvr actor`: flags + config -> ActorOptions -> Actor; SIGTERM/SIGINT ->
 // Actor::Shutdown -> exit 0.
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,8 +12,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
@@ -75,8 +74,9 @@ int ActorCommand(int argc, char** argv) {
   flags.String("learner", &learner, "Learner rank 0 gRPC address, host:port (required).");
   flags.String("config", &config_path,
                "Run config YAML (model, task and actor sections must match the learner's).");
-  flags.StringList("set", &overrides, "Override a config key: --set actor.max_batch_prompts=8 "
-                                      "(repeatable).");
+  flags.StringList("set", &overrides,
+                   "Override a config key: --set actor.max_batch_prompts=8 "
+                   "(repeatable).");
   flags.String("actor_id", &actor_id, "Actor name in the learner's logs; default hostname:pid.");
   flags.Int("threads", &threads, "Intra-op threads of the model; 0 = actor.threads from config.");
   flags.Int("max_batch_prompts", &max_batch_prompts,
@@ -116,8 +116,7 @@ int ActorCommand(int argc, char** argv) {
   options.actor = config->actor;
   if (threads > 0) options.actor.threads = threads;
   if (max_batch_prompts > 0) options.actor.max_batch_prompts = max_batch_prompts;
-  options.health_address =
-      health_port < 0 ? "" : absl::StrCat(listen_address, ":", health_port);
+  options.health_address = health_port < 0 ? "" : absl::StrCat(listen_address, ":", health_port);
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<MetricsServer> metrics;

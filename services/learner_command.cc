@@ -4,6 +4,7 @@
 // hold no state of their own (rank 0 checkpoints and sends them its state when
 // they rejoin) and may be blocked in a collective, so a signal ends them at
 // once, with status 0.
+#include <glog/logging.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -92,7 +91,8 @@ int LearnerCommand(int argc, char** argv) {
   flags.String("run_dir", &run_dir,
                "Run directory: checkpoints go to <run_dir>/checkpoints (resumed from there);\n"
                "      metrics.jsonl defaults to <run_dir>/metrics.jsonl. Empty = no checkpoints.");
-  flags.String("metrics_jsonl", &metrics_jsonl, "One JSON line per update (default under --run_dir).");
+  flags.String("metrics_jsonl", &metrics_jsonl,
+               "One JSON line per update (default under --run_dir).");
   flags.String("ledger", &ledger,
                "Accounting ledger: one JSON line per trained group (prompt_index, lease_id,\n"
                "      version, step, epoch, position). Empty = none.");

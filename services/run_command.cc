@@ -42,7 +42,8 @@ int RunCommand(int argc, char** argv) {
                 "checkpoints/, summary.json, plot.png). Ctrl-C stops cleanly with a checkpoint;\n"
                 "running it again on the same run directory resumes.");
   flags.String("config", &config_path, "Run config YAML (see configs/).");
-  flags.StringList("set", &overrides, "Override a config key: --set loss.estimator=grpo (repeatable).");
+  flags.StringList("set", &overrides,
+                   "Override a config key: --set loss.estimator=grpo (repeatable).");
   flags.Bool("no_live", &no_live, "One progress line per update instead of a live line.");
   flags.Int("max_actor_restarts", &max_restarts, "Give up after this many actor crashes.");
   flags.Bool("help_config", &help_config, "List every config key with its type and default.");

@@ -3,14 +3,13 @@
 // closes its session cleanly and exits 0 within actor.shutdown_deadline_s.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -128,15 +127,37 @@ TEST(ActorProcessTest, SigtermDrainsAndExitsZeroWithinTheDeadline) {
   (*learner)->PublishWeights(1, policy::SerializeWeights(*model, 1));
 
   constexpr double kDeadlineS = 3;
-  std::vector<std::string> args = {
-      binary, "actor", "--learner", (*learner)->address(), "--actor_id", "proc-test",
-      "--metrics_port=0", "--health_port=0", "--listen_address=127.0.0.1",
-      "--max_batch_prompts=4", "--threads=1",
-      "--set", "model.d_model=32", "--set", "model.n_layers=1", "--set", "model.n_heads=2",
-      "--set", "model.d_ff=64", "--set", "model.max_seq_len=32",
-      "--set", "task.train_size=100", "--set", "task.heldout_size=10", "--set", "eval.prompts=10",
-      "--set", absl::StrCat("actor.shutdown_deadline_s=", kDeadlineS),
-      "--set", "actor.reconnect_initial_s=0.05"};
+  std::vector<std::string> args = {binary,
+                                   "actor",
+                                   "--learner",
+                                   (*learner)->address(),
+                                   "--actor_id",
+                                   "proc-test",
+                                   "--metrics_port=0",
+                                   "--health_port=0",
+                                   "--listen_address=127.0.0.1",
+                                   "--max_batch_prompts=4",
+                                   "--threads=1",
+                                   "--set",
+                                   "model.d_model=32",
+                                   "--set",
+                                   "model.n_layers=1",
+                                   "--set",
+                                   "model.n_heads=2",
+                                   "--set",
+                                   "model.d_ff=64",
+                                   "--set",
+                                   "model.max_seq_len=32",
+                                   "--set",
+                                   "task.train_size=100",
+                                   "--set",
+                                   "task.heldout_size=10",
+                                   "--set",
+                                   "eval.prompts=10",
+                                   "--set",
+                                   absl::StrCat("actor.shutdown_deadline_s=", kDeadlineS),
+                                   "--set",
+                                   "actor.reconnect_initial_s=0.05"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

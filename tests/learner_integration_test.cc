@@ -2,6 +2,7 @@
 // 127.0.0.1 (RLVR_BINARY is the CLI). A tiny model and task keep each test
 // well under a minute.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,18 +12,16 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/testing/test_process.h"
 
@@ -34,7 +33,8 @@ using Clock = std::chrono::steady_clock;
 using Child = rlvr::testing::TestProcess;
 using rlvr::testing::ReadJsonLines;
 
-// Largest N in "actor now generates with policy version N" / "received weights of policy version N".
+// Largest N in "actor now generates with policy version N" / "received weights of policy version
+// N".
 int64_t ActorMaxVersion(const std::string& log) {
   static const std::regex re("policy version ([0-9]+)");
   int64_t best = -1;
@@ -59,7 +59,9 @@ class LearnerIntegrationTest : public ::testing::Test {
     std::ofstream cfg(dir_ / "config.yaml");
     cfg << "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 16}\n"
            "task: {min_digits: 1, max_digits: 1, train_size: 16, heldout_size: 8}\n"
-           "pretrain: {checkpoint: " << (dir_ / "no_base.rlvrw").string() << "}\n"
+           "pretrain: {checkpoint: "
+        << (dir_ / "no_base.rlvrw").string()
+        << "}\n"
            "sampling: {max_new_tokens: 4}\n"
            "actor: {group_size: 4, max_batch_prompts: 2, threads: 1}\n"
            "learner: {groups_per_update: 4, buffer_groups: 8, lease_timeout_s: 20,"
@@ -72,13 +74,15 @@ class LearnerIntegrationTest : public ::testing::Test {
 
   std::unique_ptr<Child> StartLearner(int total_updates, std::vector<std::string> extra = {}) {
     fs::remove(dir_ / "port");
-    std::vector<std::string> argv = {binary_, "learner", "--config", (dir_ / "config.yaml").string(),
-                                     "--run_dir", dir_.string(), "--port_file",
-                                     (dir_ / "port").string(), "--ledger",
-                                     (dir_ / "ledger.jsonl").string(), "--total_updates",
-                                     std::to_string(total_updates)};
+    std::vector<std::string> argv = {binary_,           "learner",
+                                     "--config",        (dir_ / "config.yaml").string(),
+                                     "--run_dir",       dir_.string(),
+                                     "--port_file",     (dir_ / "port").string(),
+                                     "--ledger",        (dir_ / "ledger.jsonl").string(),
+                                     "--total_updates", std::to_string(total_updates)};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    auto c = std::make_unique<Child>(argv, (dir_ / ("learner" + std::to_string(++starts_) + ".log")).string());
+    auto c = std::make_unique<Child>(
+        argv, (dir_ / ("learner" + std::to_string(++starts_) + ".log")).string());
     EXPECT_TRUE(c->ok());
     return c;
   }
@@ -98,8 +102,8 @@ class LearnerIntegrationTest : public ::testing::Test {
     auto c = std::make_unique<Child>(
         std::vector<std::string>{binary_, "actor", "--learner", "127.0.0.1:" + std::to_string(port),
                                  "--config", (dir_ / "config.yaml").string(), "--actor_id", name,
-                                 "--metrics_port", "-1", "--health_port", "-1",
-                                 "--listen_address", "127.0.0.1"},
+                                 "--metrics_port", "-1", "--health_port", "-1", "--listen_address",
+                                 "127.0.0.1"},
         (dir_ / (name + ".log")).string());
     EXPECT_TRUE(c->ok());
     return c;
@@ -191,13 +195,13 @@ TEST_F(LearnerIntegrationTest, KilledActorsLeasesAreReissuedAndEveryPromptTraine
   // trains all 12 updates within ~50 ms of connecting, and a's prompts must
   // be re-queued while the run still needs them for epoch 0 to complete.)
   auto a = StartActor(port, "actor-a");
-  ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-a") != std::string::npos; },
-                      60, std::chrono::milliseconds(1)))
+  ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-a") != std::string::npos; }, 60,
+                      std::chrono::milliseconds(1)))
       << learner->Log();
   a->Signal(SIGSTOP);
   auto b = StartActor(port, "actor-b");
-  ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-b") != std::string::npos; },
-                      60, std::chrono::milliseconds(1)))
+  ASSERT_TRUE(WaitFor([&] { return learner->Log().find("actor actor-b") != std::string::npos; }, 60,
+                      std::chrono::milliseconds(1)))
       << learner->Log();
   a->Signal(SIGKILL);
   a->Wait(10);

@@ -4,25 +4,23 @@
 // two learner rank processes (Gloo over loopback) train the same parameters
 // as one rank.
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -76,27 +74,29 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::path config = dir / "tiny.yaml";
-  std::ofstream(config) << "run: {name: e2e, runs_dir: " << (dir / "runs").string()
-                        << ", total_updates: 10, num_actors: 2}\n"
-                           "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
-                           "task: {train_size: 200, heldout_size: 40}\n"
-                           "pretrain: {steps: 30, batch_size: 32, checkpoint: "
-                        << (dir / "base.rlvrw").string()
-                        << "}\n"
-                           "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 2, "
-                           "max_policy_lag: 1}\n"
-                           "actor: {max_batch_prompts: 4}\n"
-                           "eval: {every: 3, prompts: 20}\n";
+  std::ofstream(config)
+      << "run: {name: e2e, runs_dir: " << (dir / "runs").string()
+      << ", total_updates: 10, num_actors: 2}\n"
+         "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
+         "task: {train_size: 200, heldout_size: 40}\n"
+         "pretrain: {steps: 30, batch_size: 32, checkpoint: "
+      << (dir / "base.rlvrw").string()
+      << "}\n"
+         "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 2, "
+         "max_policy_lag: 1}\n"
+         "actor: {max_batch_prompts: 4}\n"
+         "eval: {every: 3, prompts: 20}\n";
   fs::path run_dir = dir / "runs" / "e2e";
   std::string out1 = (dir / "first.out").string();
   ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() + " > " + out1 +
-                " 2>&1"),
+                  " 2>&1"),
             0)
       << Slurp(out1) << Slurp(run_dir / "logs" / "learner.log");
 
   // The run directory holds everything a person needs.
-  for (const char* f : {"config.yaml", "metrics.jsonl", "summary.json", "plot.png", "base_eval.json",
-                        "ledger.jsonl", "logs/learner.log", "logs/actor-0.log", "logs/actor-1.log"}) {
+  for (const char* f :
+       {"config.yaml", "metrics.jsonl", "summary.json", "plot.png", "base_eval.json",
+        "ledger.jsonl", "logs/learner.log", "logs/actor-0.log", "logs/actor-1.log"}) {
     EXPECT_TRUE(fs::exists(run_dir / f)) << f;
   }
   EXPECT_TRUE(fs::exists(dir / "base.rlvrw"));  // Pretrained because it was missing.
@@ -128,7 +128,8 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
          ++it) {
       max_version = std::max(max_version, std::stoi((*it)[1]));
     }
-    if (log.find("session") != std::string::npos && log.find("established with") != std::string::npos) {
+    if (log.find("session") != std::string::npos &&
+        log.find("established with") != std::string::npos) {
       EXPECT_GE(max_version, 2) << a;
     }
     overall = std::max(overall, max_version);
@@ -140,7 +141,7 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   // A second invocation on the same run directory resumes at step 11.
   std::string out2 = (dir / "second.out").string();
   ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() +
-                " --set run.total_updates=13 > " + out2 + " 2>&1"),
+                  " --set run.total_updates=13 > " + out2 + " 2>&1"),
             0)
       << Slurp(out2);
   m = Metrics(run_dir / "metrics.jsonl");
@@ -249,24 +250,25 @@ TEST(RunEndToEndTest, TwoLearnerRanksTrainTheSameParametersAsOne) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::path config = dir / "tiny.yaml";
-  std::ofstream(config) << "run: {runs_dir: " << (dir / "runs").string()
-                        << ", total_updates: 6, num_actors: 1}\n"
-                           "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
-                           "task: {train_size: 200, heldout_size: 40}\n"
-                           "pretrain: {steps: 30, batch_size: 32, checkpoint: "
-                        << (dir / "base.rlvrw").string()
-                        << "}\n"
-                           "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 3, "
-                           "max_policy_lag: 0}\n"
-                           "actor: {max_batch_prompts: 4}\n"
-                           "optim: {lr: 0.003}\n"
-                           "eval: {every: 0, prompts: 20}\n";
+  std::ofstream(config)
+      << "run: {runs_dir: " << (dir / "runs").string()
+      << ", total_updates: 6, num_actors: 1}\n"
+         "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
+         "task: {train_size: 200, heldout_size: 40}\n"
+         "pretrain: {steps: 30, batch_size: 32, checkpoint: "
+      << (dir / "base.rlvrw").string()
+      << "}\n"
+         "learner: {groups_per_update: 8, buffer_groups: 16, checkpoint_every: 3, "
+         "max_policy_lag: 0}\n"
+         "actor: {max_batch_prompts: 4}\n"
+         "optim: {lr: 0.003}\n"
+         "eval: {every: 0, prompts: 20}\n";
   for (int ranks : {1, 2}) {
     const std::string name = "ranks" + std::to_string(ranks);
     const std::string out = (dir / (name + ".out")).string();
     ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() +
-                    " --set run.name=" + name + " --set run.learner_ranks=" +
-                    std::to_string(ranks) + " > " + out + " 2>&1"),
+                    " --set run.name=" + name +
+                    " --set run.learner_ranks=" + std::to_string(ranks) + " > " + out + " 2>&1"),
               0)
         << Slurp(out);
     EXPECT_EQ(Metrics(dir / "runs" / name / "metrics.jsonl").size(), 6u) << name;
@@ -294,8 +296,10 @@ TEST(RunEndToEndTest, TwoLearnerRanksTrainTheSameParametersAsOne) {
   }
   EXPECT_LE(worst, 1e-5) << "largest relative difference between 1 and 2 ranks";
   EXPECT_GE(moved, 1e-3) << "training did not move the parameters";
-  std::printf("1 vs 2 learner ranks after 6 updates: max relative difference %.3g "
-              "(parameters moved up to %.3g relative)\n", worst, moved);
+  std::printf(
+      "1 vs 2 learner ranks after 6 updates: max relative difference %.3g "
+      "(parameters moved up to %.3g relative)\n",
+      worst, moved);
   EXPECT_TRUE(ProcessesMentioning((dir / "runs").string()).empty());
 }
 

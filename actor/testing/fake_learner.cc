@@ -35,7 +35,7 @@ struct SessionState {
   grpc::ServerReaderWriter<LearnerMessage, ActorMessage>* stream = nullptr;
   int capacity = 1;
   bool batches = false;  // Leases go out in LeaseBatch messages.
-  std::mutex write_mu;  // Serialises writes; `closed` guarded by it.
+  std::mutex write_mu;   // Serialises writes; `closed` guarded by it.
   bool closed = false;
   // Guarded by Impl::mu_: lease id -> (lease, prompt index).
   std::map<uint64_t, std::pair<rlvr::v1::WorkLease, int>> outstanding;
@@ -260,9 +260,9 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
         lease->set_task(options_.task);
         lease->set_answer(p.answer);
         if (options_.enforce_min_version && latest_version_ > 0) {
-          lease->set_min_policy_version(
-              latest_version_ > options_.max_policy_lag ? latest_version_ - options_.max_policy_lag
-                                                        : 1);
+          lease->set_min_policy_version(latest_version_ > options_.max_policy_lag
+                                            ? latest_version_ - options_.max_policy_lag
+                                            : 1);
         }
         s.outstanding[lease->lease_id()] = {*lease, index};
         stats_.max_outstanding =
@@ -328,9 +328,9 @@ absl::StatusOr<std::unique_ptr<FakeLearner>> FakeLearner::Start(const FakeLearne
   auto impl = std::make_unique<Impl>(options);
   GrpcServerOptions server_options;
   server_options.address = "127.0.0.1:0";
-  absl::StatusOr<StartedServer> started = StartGrpcServer(
-      server_options, {static_cast<rlvr::v1::SessionService::Service*>(impl.get()),
-                       static_cast<rlvr::v1::WeightService::Service*>(impl.get())});
+  absl::StatusOr<StartedServer> started =
+      StartGrpcServer(server_options, {static_cast<rlvr::v1::SessionService::Service*>(impl.get()),
+                                       static_cast<rlvr::v1::WeightService::Service*>(impl.get())});
   if (!started.ok()) return started.status();
   impl->server_ = std::move(started->server);
   impl->port_ = started->port;

@@ -70,28 +70,29 @@ struct FakeLearnerOptions {
 // How to spoil the next weight transfer(s).
 enum class Corruption {
   kNone,
-  kFlipByte,      // Flip a byte of a middle chunk, recompute its chunk CRC: only the blob CRC catches it.
-  kBadChunkCrc,   // Flip a byte, keep the original chunk CRC.
-  kTruncate,      // End the stream after half the chunks.
+  kFlipByte,  // Flip a byte of a middle chunk, recompute its chunk CRC: only the blob CRC catches
+              // it.
+  kBadChunkCrc,  // Flip a byte, keep the original chunk CRC.
+  kTruncate,     // End the stream after half the chunks.
 };
 
 // What the fake learner saw.
 struct FakeLearnerStats {
-  int sessions_opened = 0;         // Hellos received.
-  int sessions_closed_cleanly = 0; // Streams the actor half-closed (WritesDone) itself.
-  int max_outstanding = 0;         // Most leases outstanding on one session at once.
-  int unknown_lease_groups = 0;    // Groups for leases not outstanding on their session.
-  int wrong_size_groups = 0;       // Groups with completions != group_size.
-  int stale_groups = 0;            // Groups older than their lease's min_policy_version.
-  int single_groups = 0;           // Groups that came one per message.
-  int group_batches = 0;           // RolloutBatch messages received (batch_messages on).
-  int unexpected_batches = 0;      // RolloutBatch messages sent to an older learner.
-  int lease_batches = 0;           // LeaseBatch messages sent.
+  int sessions_opened = 0;          // Hellos received.
+  int sessions_closed_cleanly = 0;  // Streams the actor half-closed (WritesDone) itself.
+  int max_outstanding = 0;          // Most leases outstanding on one session at once.
+  int unknown_lease_groups = 0;     // Groups for leases not outstanding on their session.
+  int wrong_size_groups = 0;        // Groups with completions != group_size.
+  int stale_groups = 0;             // Groups older than their lease's min_policy_version.
+  int single_groups = 0;            // Groups that came one per message.
+  int group_batches = 0;            // RolloutBatch messages received (batch_messages on).
+  int unexpected_batches = 0;       // RolloutBatch messages sent to an older learner.
+  int lease_batches = 0;            // LeaseBatch messages sent.
   int leases_granted = 0;
-  int leases_returned = 0;         // Via ReturnLeases.
-  int leases_requeued = 0;         // Outstanding when a session ended.
-  int weight_transfers = 0;        // Transfers started (all versions, all watchers).
-  int corrupted_transfers = 0;     // Of which spoiled on purpose.
+  int leases_returned = 0;                // Via ReturnLeases.
+  int leases_requeued = 0;                // Outstanding when a session ended.
+  int weight_transfers = 0;               // Transfers started (all versions, all watchers).
+  int corrupted_transfers = 0;            // Of which spoiled on purpose.
   std::vector<std::string> incarnations;  // Hello.incarnation in order.
   std::vector<uint64_t> hello_versions;   // Hello.have_version in order.
 };

@@ -89,8 +89,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
+    return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
   }
   std::string out;
   struct stat st {};

@@ -12,16 +12,17 @@ namespace {
 constexpr size_t kRowsPerBatch = 64;  // Rows generated together.
 }  // namespace
 
-absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer, const Task& task,
-                                    const std::vector<Prompt>& prompts, int k, double temperature,
-                                    int max_new_tokens, uint64_t seed) {
+absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer,
+                                    const Task& task, const std::vector<Prompt>& prompts, int k,
+                                    double temperature, int max_new_tokens, uint64_t seed) {
   if (k < 0) return absl::InvalidArgumentError("eval: k must be >= 0");
   std::vector<std::vector<int>> encoded;
   encoded.reserve(prompts.size());
   for (const Prompt& p : prompts) {
     auto ids = EncodePrompt(tokenizer, p.text);
     if (!ids.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("eval: prompt ", p.id, ": ", ids.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("eval: prompt ", p.id, ": ", ids.status().message()));
     }
     encoded.push_back(*std::move(ids));
   }

@@ -25,11 +25,11 @@ struct GreedyCompletion {
 };
 
 struct EvalResult {
-  double greedy_accuracy = 0.0;  // Fraction of prompts whose greedy completion verifies.
-  double pass_at_k = 0.0;        // Fraction with >= 1 of k samples correct (0 if k == 0).
-  double sample_accuracy = 0.0;  // Mean reward-1 fraction over all k samples (0 if k == 0).
-  int prompts = 0;               // Prompts evaluated.
-  int k = 0;                     // k of pass@k.
+  double greedy_accuracy = 0.0;          // Fraction of prompts whose greedy completion verifies.
+  double pass_at_k = 0.0;                // Fraction with >= 1 of k samples correct (0 if k == 0).
+  double sample_accuracy = 0.0;          // Mean reward-1 fraction over all k samples (0 if k == 0).
+  int prompts = 0;                       // Prompts evaluated.
+  int k = 0;                             // k of pass@k.
   std::vector<GreedyCompletion> greedy;  // One per prompt, in prompt order.
 };
 
@@ -37,9 +37,9 @@ struct EvalResult {
 // `temperature` (seeded from `seed`, deterministic), scored with
 // task.Verify. k == 0 skips pass@k. Errors: a prompt the tokenizer cannot
 // encode, a torch error (as Internal).
-absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer, const Task& task,
-                                    const std::vector<Prompt>& prompts, int k, double temperature,
-                                    int max_new_tokens, uint64_t seed);
+absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer,
+                                    const Task& task, const std::vector<Prompt>& prompts, int k,
+                                    double temperature, int max_new_tokens, uint64_t seed);
 
 }  // namespace rlvr::policy
 

@@ -1,11 +1,12 @@
-#include <algorithm>
-#include <cmath>
+#include "common/policy/model.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/policy/decode_kernels.h"
 #include "common/policy/logprobs.h"
-#include "common/policy/model.h"
 #include "common/policy/sampler.h"
 
 namespace rlvr::policy {
@@ -32,7 +33,8 @@ std::vector<const std::vector<int>*> Ptrs(const std::vector<std::vector<int>>& v
   return out;
 }
 
-const std::vector<std::vector<int>> kPrompts = {{1, 5, 7}, {1, 3, 3, 9, 12, 4}, {1, 2}, {1, 8, 8, 8, 6, 5, 4, 3, 2}};
+const std::vector<std::vector<int>> kPrompts = {
+    {1, 5, 7}, {1, 3, 3, 9, 12, 4}, {1, 2}, {1, 8, 8, 8, 6, 5, 4, 3, 2}};
 
 TEST(TransformerTest, ForwardIsCausalAndShaped) {
   torch::set_num_threads(1);
@@ -70,7 +72,8 @@ TEST(TransformerTest, DecodeLogProbsMatchTrainingForward) {
   float max_diff = 0;
   for (size_t r = 0; r < samples.size(); ++r) {
     for (size_t t = 0; t < 12; ++t) {
-      max_diff = std::max(max_diff, std::abs(lp.logprobs[r][t].item<float>() - samples[r].logprobs[t]));
+      max_diff =
+          std::max(max_diff, std::abs(lp.logprobs[r][t].item<float>() - samples[r].logprobs[t]));
       EXPECT_GT(lp.entropy[r][t].item<float>(), 0.0f);
     }
   }
@@ -190,11 +193,16 @@ TEST(TransformerTest, GradientMatchesFiniteDifferencesInFloat64) {
   loss_fn().backward();
   auto params = m->named_parameters();
   const std::vector<std::pair<std::string, std::vector<int64_t>>> probes = {
-      {"embed", {3, 1}},          {"embed", {9, 30}},
-      {"layers.0.qkv", {5, 2}},   {"layers.0.qkv", {40, 7}},
-      {"layers.1.qkv", {70, 0}},  {"layers.0.out", {1, 1}},
-      {"layers.1.gate_up", {60, 3}}, {"layers.1.down", {2, 47}},
-      {"layers.0.attn_norm", {4}},   {"final_norm", {0}},
+      {"embed", {3, 1}},
+      {"embed", {9, 30}},
+      {"layers.0.qkv", {5, 2}},
+      {"layers.0.qkv", {40, 7}},
+      {"layers.1.qkv", {70, 0}},
+      {"layers.0.out", {1, 1}},
+      {"layers.1.gate_up", {60, 3}},
+      {"layers.1.down", {2, 47}},
+      {"layers.0.attn_norm", {4}},
+      {"final_norm", {0}},
   };
   for (const auto& [name, index] : probes) {
     torch::Tensor p = params[name];
@@ -265,8 +273,9 @@ TEST(DecodeKernelsTest, MatchTensorOpReference) {
   torch::Tensor q = RotateIntoCache(qkv, positions, table, h, past, 0.5, keys, values);
 
   torch::Tensor parts = qkv.view({b, s, 3, h, dh}).permute({2, 0, 3, 1, 4});  // [3,B,H,S,Dh]
-  torch::Tensor a = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq;    // [B,S,2]
-  torch::Tensor cos = a.cos().to(torch::kFloat32).unsqueeze(1), sin = a.sin().to(torch::kFloat32).unsqueeze(1);
+  torch::Tensor a = positions.to(torch::kFloat64).unsqueeze(-1) * inv_freq;   // [B,S,2]
+  torch::Tensor cos = a.cos().to(torch::kFloat32).unsqueeze(1),
+                sin = a.sin().to(torch::kFloat32).unsqueeze(1);
   auto rope = [&](const torch::Tensor& t) {
     torch::Tensor t1 = t.narrow(-1, 0, dh / 2), t2 = t.narrow(-1, dh / 2, dh / 2);
     return torch::cat({t1 * cos - t2 * sin, t1 * sin + t2 * cos}, -1);
@@ -319,8 +328,8 @@ TEST(SamplerTest, ChooseTokenFollowsTheTruncatedTemperedDistribution) {
     double top_p;
   };
   std::vector<double> scratch;
-  for (const Case& c : {Case{1.0, 0, 1.0}, Case{0.7, 0, 1.0}, Case{1.3, 3, 1.0},
-                        Case{1.0, 0, 0.8}, Case{0.9, 4, 0.7}}) {
+  for (const Case& c : {Case{1.0, 0, 1.0}, Case{0.7, 0, 1.0}, Case{1.3, 3, 1.0}, Case{1.0, 0, 0.8},
+                        Case{0.9, 4, 0.7}}) {
     SamplingOptions opt;
     opt.temperature = c.temperature;
     opt.top_k = c.top_k;

@@ -7,9 +7,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/lr_schedule.h"
 #include "common/policy/evaluate.h"
 #include "common/policy/logprobs.h"
-#include "common/base/lr_schedule.h"
 #include "common/policy/model.h"
 #include "common/status_macros.h"
 
@@ -36,14 +36,14 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
   const size_t train_size = task.train().size();
   if (validate && (c.validation_prompts < 1 || size_t(c.validation_prompts) >= train_size ||
                    c.validate_every < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "pretrain: validation_prompts must be in [1, ", train_size,
-        ") and validate_every >= 1 when stop_accuracy is set"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pretrain: validation_prompts must be in [1, ", train_size,
+                     ") and validate_every >= 1 when stop_accuracy is set"));
   }
   // The validation prompts are the tail of the training split, never trained on here.
   const size_t trainable = validate ? train_size - c.validation_prompts : train_size;
-  const size_t used = std::min(
-      trainable, static_cast<size_t>(std::ceil(c.data_fraction * train_size)));
+  const size_t used =
+      std::min(trainable, static_cast<size_t>(std::ceil(c.data_fraction * train_size)));
   std::vector<Prompt> validation;
   if (validate) validation.assign(task.train().end() - c.validation_prompts, task.train().end());
   if (used == 0) return absl::InvalidArgumentError("pretrain: no training prompts selected");
@@ -105,8 +105,8 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
       double accuracy = -1.0;
       if (validate && (result.steps % c.validate_every == 0 || result.steps == c.steps)) {
         model->eval();
-        auto eval = Evaluate(model, tokenizer, task, validation, /*k=*/0, 1.0,
-                             options.max_new_tokens, 0);
+        auto eval =
+            Evaluate(model, tokenizer, task, validation, /*k=*/0, 1.0, options.max_new_tokens, 0);
         model->train();
         if (!eval.ok()) return eval.status();
         accuracy = eval->greedy_accuracy;

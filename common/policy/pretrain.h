@@ -19,20 +19,20 @@ namespace rlvr::policy {
 class Transformer;  // model.h
 
 struct PretrainProgress {
-  int step = 0;             // Optimizer steps done.
-  int total_steps = 0;      // config.steps.
-  double loss = 0.0;        // Mean token NLL of the last step's batch.
-  double lr = 0.0;          // Learning rate used by the last step.
-  double grad_norm = 0.0;   // Global grad norm before clipping.
-  double elapsed_s = 0.0;   // Since Pretrain started.
+  int step = 0;            // Optimizer steps done.
+  int total_steps = 0;     // config.steps.
+  double loss = 0.0;       // Mean token NLL of the last step's batch.
+  double lr = 0.0;         // Learning rate used by the last step.
+  double grad_norm = 0.0;  // Global grad norm before clipping.
+  double elapsed_s = 0.0;  // Since Pretrain started.
   // Greedy accuracy on the validation prompts if checked at this step, else -1.
   double validation_accuracy = -1.0;
 };
 
 struct PretrainOptions {
-  PretrainConfig config;  // Steps, batch, LR schedule, data_fraction, seed.
-  int threads = 1;        // torch::set_num_threads for the run.
-  int log_every = 25;     // on_progress every this many steps (and at the last).
+  PretrainConfig config;   // Steps, batch, LR schedule, data_fraction, seed.
+  int threads = 1;         // torch::set_num_threads for the run.
+  int log_every = 25;      // on_progress every this many steps (and at the last).
   int max_new_tokens = 8;  // Completion cap of the validation check's greedy decoding.
   // Called from the calling thread; may be empty.
   std::function<void(const PretrainProgress&)> on_progress;

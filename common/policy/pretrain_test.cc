@@ -134,7 +134,7 @@ TEST(PretrainTest, UnreachedStopAccuracyRunsAllStepsAndBadValidationIsAnError) {
   EXPECT_EQ(result->steps, 12);
   EXPECT_FALSE(result->reached_stop_accuracy);
   EXPECT_GE(result->validation_accuracy, 0.0);  // Checked at the last step too.
-  options.config.validation_prompts = 80;         // The whole training split.
+  options.config.validation_prompts = 80;       // The whole training split.
   auto bad = Pretrain(s.model, *s.tokenizer, *s.task, options);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }

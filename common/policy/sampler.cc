@@ -1,11 +1,11 @@
 #include "common/policy/sampler.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
-
-#include <omp.h>
 
 #include "common/splitmix.h"
 
@@ -38,7 +38,6 @@ class SingleThreadScope {
  private:
   const int saved_;
 };
-
 
 // Uniform in (0, 1) for (seed, step): row r's stream depends only on its seed.
 double Uniform(uint64_t seed, int64_t step) {
@@ -197,7 +196,8 @@ TokenChoice ChooseToken(const float* logits, int vocab, double u, const Sampling
   return choice(last_positive);  // Rounding: target within an ulp of the total.
 }
 
-std::vector<Sample> Generate(Transformer& model, const std::vector<const std::vector<int>*>& prompts,
+std::vector<Sample> Generate(Transformer& model,
+                             const std::vector<const std::vector<int>*>& prompts,
                              const std::vector<uint64_t>& seeds, const SamplingOptions& options) {
   torch::NoGradGuard no_grad;
   Prepared p = Prepare(prompts, seeds, options, model->vocab_size());
@@ -211,9 +211,8 @@ std::vector<Sample> Generate(Transformer& model, const std::vector<const std::ve
   // Prefill: only the last prompt position's logits are used, so only it is
   // projected ([B, V], not [B, P, V]: 15 GB for 128 rows of 200 tokens at a
   // 151936-token vocabulary).
-  torch::Tensor last =
-      model->HiddenWithPositions(p.tokens, p.positions, torch::Tensor(), &cache)
-          .select(1, p.max_prompt - 1);
+  torch::Tensor last = model->HiddenWithPositions(p.tokens, p.positions, torch::Tensor(), &cache)
+                           .select(1, p.max_prompt - 1);
   torch::Tensor logits = torch::mm(last, model->OutputWeight().t());
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);  // [B,1]
   const ModelConfig& c = model->config();

@@ -50,7 +50,8 @@ TokenChoice ChooseToken(const float* logits, int vocab, double u, const Sampling
 // seeds[r]; one uniform draw per step, inverse-CDF sampling). Prompts are
 // non-empty token ids in the vocabulary; seeds.size() == prompts.size().
 // Throws c10::Error on invalid arguments. Pointers are borrowed for the call.
-std::vector<Sample> Generate(Transformer& model, const std::vector<const std::vector<int>*>& prompts,
+std::vector<Sample> Generate(Transformer& model,
+                             const std::vector<const std::vector<int>*>& prompts,
                              const std::vector<uint64_t>& seeds, const SamplingOptions& options);
 
 // Same contract and same results (up to float rounding) as Generate, but

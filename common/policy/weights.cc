@@ -198,11 +198,12 @@ absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* v
   for (const Entry& e : entries) {
     auto it = by_name.find(e.name);
     if (it == by_name.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("weights blob: unknown tensor '", e.name, "' (model has no such parameter)"));
+      return absl::InvalidArgumentError(absl::StrCat("weights blob: unknown tensor '", e.name,
+                                                     "' (model has no such parameter)"));
     }
     if (!matched.emplace(e.name, &e).second) {
-      return absl::InvalidArgumentError(absl::StrCat("weights blob: duplicate tensor '", e.name, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("weights blob: duplicate tensor '", e.name, "'"));
     }
     const torch::Tensor& t = it->second;
     if (e.dtype != t.scalar_type()) {
@@ -250,8 +251,8 @@ absl::Status SaveWeightsFile(const std::string& path, Transformer& model, uint64
 absl::Status LoadWeightsFile(const std::string& path, Transformer& model, uint64_t* version_out) {
   absl::StatusOr<std::string> blob = ReadFileToString(path);
   if (!blob.ok()) {
-    return absl::NotFoundError(absl::StrCat("cannot open weights file ", path, ": ",
-                                            blob.status().message()));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open weights file ", path, ": ", blob.status().message()));
   }
   absl::Status s = LoadWeights(*blob, model, version_out);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));

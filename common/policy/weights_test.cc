@@ -1,10 +1,10 @@
 #include "common/policy/weights.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "common/checksum.h"
 #include "common/policy/model.h"
@@ -62,7 +62,7 @@ TEST(WeightsTest, RoundTripIsBitExact) {
   }
   EXPECT_EQ(SerializeWeights(b, 42), blob);
   EXPECT_TRUE(LoadWeights(blob, b, nullptr).ok());
-  EXPECT_EQ(WeightsBlobBytes(a), blob.size());  // Known without serializing.
+  EXPECT_EQ(WeightsBlobBytes(a), blob.size());            // Known without serializing.
   EXPECT_EQ(WeightsBlobBytes(Small(), 11), blob.size());  // And without a model.
 }
 

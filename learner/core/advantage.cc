@@ -18,7 +18,8 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std
     var += adv[i] * adv[i];
   }
   if (std_normalize && var > 0.0) {
-    const double scale = std::sqrt(var / static_cast<double>(rewards.size())) + kStdNormalizeEpsilon;
+    const double scale =
+        std::sqrt(var / static_cast<double>(rewards.size())) + kStdNormalizeEpsilon;
     for (double& a : adv) a /= scale;
   }
   return adv;

@@ -15,7 +15,6 @@
 namespace rlvr::learner {
 namespace {
 
-
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(SplitMix64(seed)) {}
@@ -107,8 +106,7 @@ struct Kept {
 };
 
 // Positive/negative mass of one rollout in the balance unit.
-void AddUnit(const std::string& unit, double advantage, int64_t tokens, double* pos,
-             double* neg) {
+void AddUnit(const std::string& unit, double advantage, int64_t tokens, double* pos, double* neg) {
   double amount = 1.0;
   if (unit == "adv_mass") amount = std::fabs(advantage);
   if (unit == "tokens") amount = static_cast<double>(tokens);
@@ -129,12 +127,13 @@ void FinishStep(const std::vector<Group>& groups, const LossConfig& loss, int ma
   step->rollouts = 0;
   for (SelectedGroup& sg : step->groups) {
     sg.tokens = 0;
-    for (int r : sg.rollouts) sg.tokens += static_cast<int64_t>(groups[sg.group].rollouts[r].tokens.size());
+    for (int r : sg.rollouts)
+      sg.tokens += static_cast<int64_t>(groups[sg.group].rollouts[r].tokens.size());
     step->tokens += sg.tokens;
     step->rollouts += static_cast<int64_t>(sg.rollouts.size());
   }
-  step->normalizer = StepNormalizer(loss, static_cast<int64_t>(step->groups.size()),
-                                    step->rollouts, step->tokens, max_new_tokens);
+  step->normalizer = StepNormalizer(loss, static_cast<int64_t>(step->groups.size()), step->rollouts,
+                                    step->tokens, max_new_tokens);
 }
 
 double Imbalance(double pos, double neg) {
@@ -150,10 +149,12 @@ absl::Status Validate(const std::vector<Group>& groups, const BatchingConfig& b,
     return false;
   };
   if (!one_of(b.reward_balance, {"downsample", "pack", "none"})) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown batching.reward_balance: ", b.reward_balance));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown batching.reward_balance: ", b.reward_balance));
   }
   if (!one_of(b.balance_unit, {"count", "adv_mass", "tokens"})) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown batching.balance_unit: ", b.balance_unit));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown batching.balance_unit: ", b.balance_unit));
   }
   if (!one_of(loss.estimator, {"dfpo", "grpo", "dr_grpo", "dapo", "gspo"})) {
     return absl::InvalidArgumentError(absl::StrCat("unknown loss.estimator: ", loss.estimator));
@@ -166,7 +167,8 @@ absl::Status Validate(const std::vector<Group>& groups, const BatchingConfig& b,
   }
   if (b.reward_balance == "pack" && !b.query_preserved) {
     return absl::InvalidArgumentError(
-        "batching.reward_balance=pack assigns whole groups; it needs batching.query_preserved=true");
+        "batching.reward_balance=pack assigns whole groups; it needs "
+        "batching.query_preserved=true");
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].rollouts.size() < 2) {
@@ -288,7 +290,10 @@ absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
     if (!batching.query_preserved) {
       // Ablation: rollouts leave their groups. Each keeps the advantage computed
       // on its full (kept) group; a step holds fragments, merged per group.
-      struct Item { size_t kept_index; size_t j; };
+      struct Item {
+        size_t kept_index;
+        size_t j;
+      };
       std::vector<Item> items;
       for (size_t k = 0; k < kept.size(); ++k) {
         for (size_t j = 0; j < kept[k].rollouts.size(); ++j) items.push_back({k, j});
@@ -381,8 +386,7 @@ std::vector<SelectedGroup> ShardStep(const OptimizerStep& step, int rank, int wo
   std::vector<int64_t> load(static_cast<size_t>(world_size), 0);
   std::vector<int> owner(step.groups.size(), 0);
   for (size_t i : order) {
-    const size_t r = static_cast<size_t>(
-        std::min_element(load.begin(), load.end()) - load.begin());
+    const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     owner[i] = static_cast<int>(r);
     load[r] += weight[i];
   }
@@ -415,7 +419,8 @@ std::vector<SelectedGroup> SelectionForRank(const UpdatePlan& plan, int rank, in
   for (auto& [g, sg] : merged) {
     std::vector<size_t> idx(sg.rollouts.size());
     std::iota(idx.begin(), idx.end(), 0);
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return sg.rollouts[a] < sg.rollouts[b]; });
+    std::sort(idx.begin(), idx.end(),
+              [&](size_t a, size_t b) { return sg.rollouts[a] < sg.rollouts[b]; });
     SelectedGroup sorted{sg.group, {}, {}, 0};
     sorted.tokens = sg.tokens;
     for (size_t i : idx) {

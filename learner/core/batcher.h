@@ -40,11 +40,11 @@ inline constexpr double kCorrectRewardThreshold = 0.5;
 
 // The part of one input group that an optimizer step trains on.
 struct SelectedGroup {
-  int group = 0;                  // Index into the PlanUpdate input vector.
-  std::vector<int> rollouts;      // Kept rollout indices, ascending.
-  std::vector<double> advantages; // One per kept rollout (same order).
-  int64_t tokens = 0;             // Completion tokens of the kept rollouts (filled by PlanUpdate;
-                                  // informational, never needed by ShardStep).
+  int group = 0;                   // Index into the PlanUpdate input vector.
+  std::vector<int> rollouts;       // Kept rollout indices, ascending.
+  std::vector<double> advantages;  // One per kept rollout (same order).
+  int64_t tokens = 0;              // Completion tokens of the kept rollouts (filled by PlanUpdate;
+                                   // informational, never needed by ShardStep).
 };
 
 // One optimizer step: whole groups (fragments only when query_preserved=false).

@@ -294,8 +294,9 @@ TEST(BatcherTest, ShardsPartitionTheStepByRows) {
     EXPECT_EQ(all.size(), step.groups.size());
     EXPECT_EQ(std::set<int>(all.begin(), all.end()).size(), all.size());
     const int64_t max_group = 8 * 8;
-    EXPECT_LE(*std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()),
-              max_group);
+    EXPECT_LE(
+        *std::max_element(load.begin(), load.end()) - *std::min_element(load.begin(), load.end()),
+        max_group);
   }
   // A copy without the informational token counts (as a plan codec may
   // deliver it to other ranks) is split identically.
@@ -428,10 +429,18 @@ TEST(BatcherTest, DownsampleGivesEqualSignsForAnyRewardDistribution) {
             r.tokens.assign(1 + rng() % 8, 3);
             r.behaviour_logprobs.assign(r.tokens.size(), -1.0f);
             switch (distribution) {
-              case 0: r.reward = u(rng) < p ? 1.0 : 0.0; break;
-              case 1: r.reward = u(rng); break;
-              case 2: r.reward = 0.1 * static_cast<double>(rng() % 4); break;  // {0, .1, .2, .3}
-              default: r.reward = u(rng) < 0.5 ? 0.0 : u(rng) * u(rng); break;
+              case 0:
+                r.reward = u(rng) < p ? 1.0 : 0.0;
+                break;
+              case 1:
+                r.reward = u(rng);
+                break;
+              case 2:
+                r.reward = 0.1 * static_cast<double>(rng() % 4);
+                break;  // {0, .1, .2, .3}
+              default:
+                r.reward = u(rng) < 0.5 ? 0.0 : u(rng) * u(rng);
+                break;
             }
             groups[i].rollouts.push_back(r);
           }

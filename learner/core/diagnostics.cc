@@ -19,8 +19,9 @@ int CommonPrefixLength(const std::vector<const std::vector<int>*>& completions) 
   return static_cast<int>(len);
 }
 
-CancellationSums SharedPrefixCancellation(const torch::Tensor& coeff, const torch::Tensor& group_ids,
-                                          int64_t num_groups, const std::vector<int64_t>& shared_len) {
+CancellationSums SharedPrefixCancellation(const torch::Tensor& coeff,
+                                          const torch::Tensor& group_ids, int64_t num_groups,
+                                          const std::vector<int64_t>& shared_len) {
   CancellationSums sums;
   TORCH_CHECK(static_cast<int64_t>(shared_len.size()) == num_groups, "one shared length per group");
   int64_t max_len = 0;

@@ -30,8 +30,9 @@ struct CancellationSums {
 
 // coeff: [N,T]; group_ids: [N] int64 in [0, num_groups); shared_len: one per
 // group (entries <= T).
-CancellationSums SharedPrefixCancellation(const torch::Tensor& coeff, const torch::Tensor& group_ids,
-                                          int64_t num_groups, const std::vector<int64_t>& shared_len);
+CancellationSums SharedPrefixCancellation(const torch::Tensor& coeff,
+                                          const torch::Tensor& group_ids, int64_t num_groups,
+                                          const std::vector<int64_t>& shared_len);
 
 }  // namespace rlvr::learner
 

@@ -16,14 +16,12 @@ constexpr double kMaxLogRatio = 20.0;
 
 // How an estimator turns per-token terms x[i,t] into a scalar.
 enum class Aggregation {
-  kTokenSum,        // (1/Z) sum_i sum_t x            (dfpo, dr_grpo, dapo)
-  kGroupSeqMean,    // (1/Z) sum_i (1/G_g) (1/T_i) sum_t x   (grpo; Z = groups in step)
+  kTokenSum,      // (1/Z) sum_i sum_t x            (dfpo, dr_grpo, dapo)
+  kGroupSeqMean,  // (1/Z) sum_i (1/G_g) (1/T_i) sum_t x   (grpo; Z = groups in step)
 };
 
 // Per-row 1/T_i (T_i = real tokens of the row, at least 1).
-torch::Tensor InverseLengths(const torch::Tensor& mask) {
-  return 1.0 / mask.sum(1).clamp_min(1.0);
-}
+torch::Tensor InverseLengths(const torch::Tensor& mask) { return 1.0 / mask.sum(1).clamp_min(1.0); }
 
 // Per-row 1/G_g where G_g is the number of rows of row i's group.
 torch::Tensor InverseGroupSizes(const EstimatorInput& in) {
@@ -70,7 +68,10 @@ class PpoTokenEstimator final : public Estimator {
  public:
   PpoTokenEstimator(std::string name, double eps_low, double eps_high, Aggregation how,
                     double kl_coef)
-      : name_(std::move(name)), eps_low_(eps_low), eps_high_(eps_high), how_(how),
+      : name_(std::move(name)),
+        eps_low_(eps_low),
+        eps_high_(eps_high),
+        how_(how),
         kl_coef_(kl_coef) {}
   std::string name() const override { return name_; }
 
@@ -103,7 +104,9 @@ class PpoTokenEstimator final : public Estimator {
 class DfpoEstimator final : public Estimator {
  public:
   DfpoEstimator(std::string transform, double eps, double max_abs_log_ratio, double kl_coef)
-      : transform_(std::move(transform)), eps_(eps), max_abs_log_ratio_(max_abs_log_ratio),
+      : transform_(std::move(transform)),
+        eps_(eps),
+        max_abs_log_ratio_(max_abs_log_ratio),
         kl_coef_(kl_coef) {}
   std::string name() const override { return "dfpo"; }
 
@@ -130,7 +133,8 @@ class DfpoEstimator final : public Estimator {
       torch::Tensor keep_group =
           GroupReduce(in.advantages.abs(), in.group_ids, in.num_groups, /*max=*/true) >= 1e-12;
       if (max_abs_log_ratio_ > 0.0) {
-        torch::Tensor bad_row = (seq_log_ratio.abs() > max_abs_log_ratio_).to(in.mask.scalar_type());
+        torch::Tensor bad_row =
+            (seq_log_ratio.abs() > max_abs_log_ratio_).to(in.mask.scalar_type());
         torch::Tensor bad_group = GroupSum(bad_row, in.group_ids, in.num_groups) > 0;
         out.groups_dropped_trust_region = (bad_group & keep_group).sum().item<int64_t>();
         keep_group = keep_group & bad_group.logical_not();
@@ -188,14 +192,14 @@ class GspoEstimator final : public Estimator {
 
 }  // namespace
 
-torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups,
-                          bool max) {
+torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids,
+                          int64_t num_groups, bool max) {
   // Dense [groups, N] membership: tiny at micro-batch sizes, and avoids the
   // beta index_reduce/scatter_reduce APIs (which log a warning).
-  torch::Tensor member = torch::arange(num_groups, group_ids.options()).unsqueeze(1) ==
-                         group_ids.unsqueeze(0);
-  const double fill = max ? -std::numeric_limits<double>::infinity()
-                          : std::numeric_limits<double>::infinity();
+  torch::Tensor member =
+      torch::arange(num_groups, group_ids.options()).unsqueeze(1) == group_ids.unsqueeze(0);
+  const double fill =
+      max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   torch::Tensor spread = torch::where(member, x.unsqueeze(0), torch::full({}, fill, x.options()));
   return max ? std::get<0>(spread.max(1)) : std::get<0>(spread.min(1));
 }
@@ -229,7 +233,8 @@ absl::StatusOr<std::unique_ptr<Estimator>> MakeEstimator(const LossConfig& loss)
   const std::string& e = loss.estimator;
   if (e == "dfpo") {
     if (loss.dfpo_transform != "min_replace" && loss.dfpo_transform != "adv_orthogonal") {
-      return absl::InvalidArgumentError(absl::StrCat("unknown loss.dfpo_transform: ", loss.dfpo_transform));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown loss.dfpo_transform: ", loss.dfpo_transform));
     }
     return std::unique_ptr<Estimator>(std::make_unique<DfpoEstimator>(
         loss.dfpo_transform, loss.clip_eps, loss.dfpo_max_abs_log_ratio, loss.kl_coef));

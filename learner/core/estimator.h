@@ -36,11 +36,11 @@ struct EstimatorInput {
 };
 
 struct EstimatorOutput {
-  torch::Tensor loss;      // Scalar, differentiable w.r.t. lp_new (and nothing else).
-  torch::Tensor ratio;     // [N,T] exp(lp_new - lp_old), no grad (padding undefined; use mask).
-  torch::Tensor clipped;   // [N,T] 1 where the token's coefficient came from a clipped
-                           // value (see docs/algorithms.md), no grad, 0 on padding.
-  torch::Tensor kl_ref;    // [N,T] k3 KL to the reference per token (no grad); undefined if off.
+  torch::Tensor loss;     // Scalar, differentiable w.r.t. lp_new (and nothing else).
+  torch::Tensor ratio;    // [N,T] exp(lp_new - lp_old), no grad (padding undefined; use mask).
+  torch::Tensor clipped;  // [N,T] 1 where the token's coefficient came from a clipped
+                          // value (see docs/algorithms.md), no grad, 0 on padding.
+  torch::Tensor kl_ref;   // [N,T] k3 KL to the reference per token (no grad); undefined if off.
   // dfpo only: transformed weights w~ per row (0 for dropped or zero-variance
   // groups), and sum_g |sum_i w~_i A_i| and sum_g sum_i |w~_i A_i|.
   torch::Tensor sequence_weights;
@@ -74,8 +74,8 @@ torch::Tensor DfpoTransform(const torch::Tensor& c, const torch::Tensor& advanta
 
 // Per-group max (max=true) or min of x [N] over the group's rows; a group
 // without rows gets -inf / +inf. Differentiable.
-torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups,
-                          bool max);
+torch::Tensor GroupReduce(const torch::Tensor& x, const torch::Tensor& group_ids,
+                          int64_t num_groups, bool max);
 
 // Sum over rows of each group: out[g] = sum_{i: gid_i = g} x[i] (x: [N] or [N,T]).
 torch::Tensor GroupSum(const torch::Tensor& x, const torch::Tensor& group_ids, int64_t num_groups);

@@ -223,8 +223,8 @@ TEST_F(AsymmetricClipTest, ClipFractionCountsTheClippedSide) {
 std::vector<double> Transform(const std::vector<double>& c, const std::vector<double>& a,
                               const std::string& kind) {
   torch::Tensor gid = torch::zeros({static_cast<int64_t>(c.size())}, torch::kInt64);
-  torch::Tensor w = DfpoTransform(torch::tensor(c, torch::kFloat64), torch::tensor(a, torch::kFloat64),
-                                  gid, 1, kind);
+  torch::Tensor w = DfpoTransform(torch::tensor(c, torch::kFloat64),
+                                  torch::tensor(a, torch::kFloat64), gid, 1, kind);
   return std::vector<double>(w.data_ptr<double>(), w.data_ptr<double>() + w.numel());
 }
 
@@ -251,7 +251,8 @@ TEST(OrthogonalityTest, RandomizedProperty) {
     for (int g = 0; g < groups; ++g) {
       std::vector<double> r;
       const int n = size(rng);
-      for (int i = 0; i < n; ++i) r.push_back(trial % 3 == 0 ? std::round(reward(rng)) : reward(rng));
+      for (int i = 0; i < n; ++i)
+        r.push_back(trial % 3 == 0 ? std::round(reward(rng)) : reward(rng));
       for (double x : GroupAdvantages(r, trial % 2 == 0)) a.push_back(x);
       for (int i = 0; i < n; ++i) {
         c.push_back(ratio(rng));
@@ -479,8 +480,13 @@ struct CancellationCase {
 
 CancellationCase MakeCancellationCase() {
   CancellationCase k;
-  k.tokens = {{5, 6, 7, 1}, {5, 6, 7, 9, 9, 9, 2}, {5, 6, 7, 3, 3}, {5, 6, 8},  // group 0
-              {4, 4, 1, 2, 3, 5, 6, 7, 8}, {4, 4, 9}, {4, 4, 2, 2}};           // group 1
+  k.tokens = {{5, 6, 7, 1},
+              {5, 6, 7, 9, 9, 9, 2},
+              {5, 6, 7, 3, 3},
+              {5, 6, 8},  // group 0
+              {4, 4, 1, 2, 3, 5, 6, 7, 8},
+              {4, 4, 9},
+              {4, 4, 2, 2}};  // group 1
   k.gid = {0, 0, 0, 0, 1, 1, 1};
   for (double a : GroupAdvantages({1, 0, 1, 0}, false)) k.adv.push_back(a);
   for (double a : GroupAdvantages({1, 0, 0}, false)) k.adv.push_back(a);

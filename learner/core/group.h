@@ -19,12 +19,12 @@ struct Rollout {
 
 // The G completions of one prompt, all sampled by one policy version.
 struct Group {
-  std::string prompt_id;         // Dataset id of the prompt.
-  uint64_t prompt_index = 0;     // Position of the prompt in the dataset (for ledgers).
-  uint64_t lease_id = 0;         // Lease that produced the group.
-  std::vector<int> prompt;       // Prompt token ids (BOS included); never carries loss.
-  uint64_t policy_version = 0;   // Version whose weights generated every rollout.
-  std::vector<Rollout> rollouts; // G >= 2 rollouts.
+  std::string prompt_id;          // Dataset id of the prompt.
+  uint64_t prompt_index = 0;      // Position of the prompt in the dataset (for ledgers).
+  uint64_t lease_id = 0;          // Lease that produced the group.
+  std::vector<int> prompt;        // Prompt token ids (BOS included); never carries loss.
+  uint64_t policy_version = 0;    // Version whose weights generated every rollout.
+  std::vector<Rollout> rollouts;  // G >= 2 rollouts.
 };
 
 }  // namespace rlvr::learner

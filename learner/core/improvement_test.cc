@@ -2,9 +2,8 @@
 // raise the log-probability of its rewarded completions and lower that of its
 // unrewarded ones, for every estimator. (The oracle tests pin exact values of
 // gradients; this pins what those values are for.)
-#include <torch/torch.h>
-
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
@@ -40,8 +39,8 @@ TEST_P(ImprovementTest, OneStepRaisesRewardedAndLowersUnrewardedCompletions) {
   const std::vector<int> good = {7, 8, 2};
   const std::vector<int> bad_a = {9, 2};
   const std::vector<int> bad_b = {7, 9, 10, 2};
-  for (const auto& [tokens, reward] :
-       std::vector<std::pair<std::vector<int>, double>>{{good, 1}, {bad_a, 0}, {good, 1}, {bad_b, 0}}) {
+  for (const auto& [tokens, reward] : std::vector<std::pair<std::vector<int>, double>>{
+           {good, 1}, {bad_a, 0}, {good, 1}, {bad_b, 0}}) {
     Rollout r;
     r.tokens = tokens;
     r.reward = reward;

@@ -47,7 +47,8 @@ absl::Status CheckSelection(const std::vector<Group>& groups,
     }
     for (int r : sg.rollouts) {
       if (r < 0 || static_cast<size_t>(r) >= groups[sg.group].rollouts.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("rollout ", r, " of group ", sg.group, " out of range"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("rollout ", r, " of group ", sg.group, " out of range"));
       }
     }
   }
@@ -61,13 +62,13 @@ struct Rows {
   std::vector<const Rollout*> rollouts;
   std::vector<std::pair<int, int>> ids;  // (group, rollout)
   std::vector<double> advantages;
-  std::vector<int64_t> group_ids;        // Local group index per row.
-  std::vector<int64_t> shared_len;       // Per local group.
+  std::vector<int64_t> group_ids;   // Local group index per row.
+  std::vector<int64_t> shared_len;  // Per local group.
   int64_t num_groups = 0;
 };
 
-Rows Flatten(const std::vector<Group>& groups, const std::vector<SelectedGroup>& shard, size_t begin,
-             size_t end) {
+Rows Flatten(const std::vector<Group>& groups, const std::vector<SelectedGroup>& shard,
+             size_t begin, size_t end) {
   Rows rows;
   for (size_t k = begin; k < end; ++k) {
     const SelectedGroup& sg = shard[k];
@@ -102,7 +103,8 @@ torch::Tensor PackRows(const std::vector<const std::vector<float>*>& values,
   for (int64_t i = 0; i < n; ++i) {
     if (values[i] == nullptr || values[i]->size() != completions[i]->size()) continue;
     (*present)[i] = true;
-    for (size_t j = 0; j < values[i]->size(); ++j) acc[i][static_cast<int64_t>(j)] = (*values[i])[j];
+    for (size_t j = 0; j < values[i]->size(); ++j)
+      acc[i][static_cast<int64_t>(j)] = (*values[i])[j];
   }
   return out;
 }
@@ -121,8 +123,8 @@ absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const 
                                               policy::Transformer* reference) {
   StepDiagnostics d;
   const int64_t n = static_cast<int64_t>(rows.rollouts.size());
-  policy::CompletionLogProbs out =
-      policy::ComputeCompletionLogProbs(model, rows.prompts, rows.completions, /*with_entropy=*/true);
+  policy::CompletionLogProbs out = policy::ComputeCompletionLogProbs(
+      model, rows.prompts, rows.completions, /*with_entropy=*/true);
   torch::Tensor lp = out.logprobs;
   const auto dtype = lp.scalar_type();
   const int64_t t = lp.size(1);
@@ -142,7 +144,8 @@ absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const 
     for (int64_t i = 0; i < n; ++i) {
       if (!has_old[i]) {
         return absl::InvalidArgumentError(absl::StrCat("no precomputed old log-probs for group ",
-                                                       rows.ids[i].first, " rollout ", rows.ids[i].second));
+                                                       rows.ids[i].first, " rollout ",
+                                                       rows.ids[i].second));
       }
     }
   }
@@ -151,9 +154,10 @@ absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const 
   if (loss.old_logprobs == "behaviour") {
     for (int64_t i = 0; i < n; ++i) {
       if (!has_behaviour[i]) {
-        return absl::InvalidArgumentError(absl::StrCat("behaviour log-probs missing or of the wrong "
-                                                       "length for group ", rows.ids[i].first,
-                                                       " rollout ", rows.ids[i].second));
+        return absl::InvalidArgumentError(
+            absl::StrCat("behaviour log-probs missing or of the wrong "
+                         "length for group ",
+                         rows.ids[i].first, " rollout ", rows.ids[i].second));
       }
     }
     lp_old = lp_behav;
@@ -220,7 +224,8 @@ absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const 
   d.orthogonality_abs = res.orthogonality_abs;
   d.orthogonality_scale = res.orthogonality_scale;
   d.groups_dropped_trust_region = res.groups_dropped_trust_region;
-  CancellationSums cancel = SharedPrefixCancellation(coeff, in.group_ids, rows.num_groups, rows.shared_len);
+  CancellationSums cancel =
+      SharedPrefixCancellation(coeff, in.group_ids, rows.num_groups, rows.shared_len);
   d.cancellation_net = cancel.net;
   d.cancellation_abs = cancel.abs;
   d.shared_cells = cancel.cells;
@@ -270,17 +275,33 @@ void StepDiagnostics::Finalize() {
 
 std::vector<double> StepDiagnostics::Pack() const {
   auto f = [](int64_t v) { return static_cast<double>(v); };
-  return {loss,           f(groups),          f(rollouts),          f(tokens),
-          f(positive_rollouts), f(negative_rollouts), reward_sum, f(correct_rollouts),
-          f(clipped_tokens), ratio_sum,       ratio_max,            entropy_sum,
-          kl_behaviour_sum, f(kl_behaviour_tokens), kl_reference_sum, orthogonality_abs,
-          orthogonality_scale, cancellation_net, cancellation_abs,  f(shared_cells),
+  return {loss,
+          f(groups),
+          f(rollouts),
+          f(tokens),
+          f(positive_rollouts),
+          f(negative_rollouts),
+          reward_sum,
+          f(correct_rollouts),
+          f(clipped_tokens),
+          ratio_sum,
+          ratio_max,
+          entropy_sum,
+          kl_behaviour_sum,
+          f(kl_behaviour_tokens),
+          kl_reference_sum,
+          orthogonality_abs,
+          orthogonality_scale,
+          cancellation_net,
+          cancellation_abs,
+          f(shared_cells),
           f(groups_dropped_trust_region)};
 }
 
 absl::StatusOr<StepDiagnostics> StepDiagnostics::Unpack(const std::vector<double>& p) {
   if (p.size() != 21) {
-    return absl::InvalidArgumentError(absl::StrCat("packed diagnostics have ", p.size(), " values, want 21"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("packed diagnostics have ", p.size(), " values, want 21"));
   }
   auto i = [](double v) { return static_cast<int64_t>(std::llround(v)); };
   StepDiagnostics d;
@@ -321,14 +342,16 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
     torch::NoGradGuard no_grad;
     for (auto [begin, end] : MicroBatches(selection, std::max(1, micro_batch_rollouts))) {
       Rows rows = Flatten(groups, selection, begin, end);
-      torch::Tensor lp = policy::ComputeCompletionLogProbs(model, rows.prompts, rows.completions, false)
-                             .logprobs.to(torch::kFloat32)
-                             .contiguous();
+      torch::Tensor lp =
+          policy::ComputeCompletionLogProbs(model, rows.prompts, rows.completions, false)
+              .logprobs.to(torch::kFloat32)
+              .contiguous();
       auto acc = lp.accessor<float, 2>();
       for (size_t i = 0; i < rows.ids.size(); ++i) {
         std::vector<float>& dst = old.logprobs[rows.ids[i].first][rows.ids[i].second];
         dst.resize(rows.completions[i]->size());
-        for (size_t j = 0; j < dst.size(); ++j) dst[j] = acc[static_cast<int64_t>(i)][static_cast<int64_t>(j)];
+        for (size_t j = 0; j < dst.size(); ++j)
+          dst[j] = acc[static_cast<int64_t>(i)][static_cast<int64_t>(j)];
       }
     }
   } catch (const std::exception& e) {
@@ -345,7 +368,8 @@ absl::StatusOr<StepDiagnostics> AccumulateStepGradients(
   if (!valid.ok()) return valid;
   if (!(normalizer > 0.0)) return absl::InvalidArgumentError("normalizer must be positive");
   if (loss.old_logprobs != "recompute" && loss.old_logprobs != "behaviour") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown loss.old_logprobs: ", loss.old_logprobs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown loss.old_logprobs: ", loss.old_logprobs));
   }
   absl::StatusOr<std::unique_ptr<Estimator>> estimator = MakeEstimator(loss);
   if (!estimator.ok()) return estimator.status();

@@ -47,7 +47,8 @@ std::vector<Group> MakeGroups(int n, int g, uint64_t seed) {
       Rollout r;
       r.tokens = shared;
       for (int k = len(rng); k > 0; --k) r.tokens.push_back(tok(rng));
-      for (size_t k = 0; k < r.tokens.size(); ++k) r.behaviour_logprobs.push_back(-3.0f + noise(rng));
+      for (size_t k = 0; k < r.tokens.size(); ++k)
+        r.behaviour_logprobs.push_back(-3.0f + noise(rng));
       r.reward = (j + i) % 3 == 0 ? 1.0 : 0.0;
       grp.rollouts.push_back(r);
     }
@@ -140,7 +141,8 @@ TEST_P(StepTest, MicroBatchesAndShardsMatchSinglePass) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Estimators, StepTest,
-                         ::testing::Values("dfpo", "dfpo_orthogonal", "grpo", "dr_grpo", "dapo", "gspo"));
+                         ::testing::Values("dfpo", "dfpo_orthogonal", "grpo", "dr_grpo", "dapo",
+                                           "gspo"));
 
 TEST(StepDiagnosticsTest, CancellationResidualOnRealModel) {
   torch::set_num_threads(1);
@@ -275,21 +277,27 @@ TEST(StepDiagnosticsTest, ErrorsAreStatuses) {
   BatchingConfig batching;
   std::vector<SelectedGroup> shard = {{0, {0, 1, 2}, {0.5, -0.25, -0.25}, 0}};
   EXPECT_FALSE(AccumulateStepGradients(model, groups, {{5, {0}, {0.0}, 0}}, 1.0, loss, batching,
-                                       nullptr, nullptr).ok());
-  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 0.0, loss, batching, nullptr, nullptr).ok());
+                                       nullptr, nullptr)
+                   .ok());
+  EXPECT_FALSE(
+      AccumulateStepGradients(model, groups, shard, 0.0, loss, batching, nullptr, nullptr).ok());
   loss.kl_coef = 0.1;  // Needs a reference.
-  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
+  EXPECT_FALSE(
+      AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
   policy::Transformer reference = TinyModel(8);
-  EXPECT_TRUE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, &reference).ok());
+  EXPECT_TRUE(
+      AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, &reference).ok());
   loss.kl_coef = 0.0;
   loss.old_logprobs = "behaviour";
   groups[0].rollouts[1].behaviour_logprobs.pop_back();
-  EXPECT_FALSE(AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
+  EXPECT_FALSE(
+      AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
   groups[0].rollouts[1].tokens.push_back(kVocab + 5);  // Out of vocabulary: torch error -> Status.
   groups[0].rollouts[1].behaviour_logprobs.resize(groups[0].rollouts[1].tokens.size(), -1.0f);
   auto bad = AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr);
   EXPECT_FALSE(bad.ok());
-  EXPECT_TRUE(AccumulateStepGradients(model, groups, {}, 1.0, loss, batching, nullptr, nullptr).ok());
+  EXPECT_TRUE(
+      AccumulateStepGradients(model, groups, {}, 1.0, loss, batching, nullptr, nullptr).ok());
 }
 
 TEST(StepDiagnosticsTest, MergePackUnpack) {

@@ -188,7 +188,8 @@ absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
       if (!absl::SimpleAtoi(f[2], &size)) {
         return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
       }
-      absl::StatusOr<std::string> bytes = ReadFileToString((fs::path(path) / (f[1] + ".bin")).string());
+      absl::StatusOr<std::string> bytes =
+          ReadFileToString((fs::path(path) / (f[1] + ".bin")).string());
       if (!bytes.ok()) {
         return absl::DataLossError(
             absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));

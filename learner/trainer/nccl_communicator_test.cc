@@ -15,10 +15,10 @@ namespace rlvr::learner {
 namespace {
 
 // Skips the calling test unless NCCL is built in and a device is visible.
-#define RLVR_REQUIRE_NCCL_DEVICE()                                          \
-  do {                                                                      \
-    if (!HaveNcclCommunicator()) GTEST_SKIP() << "built without NCCL";      \
-    if (NcclVisibleDevices() < 1) GTEST_SKIP() << "no CUDA device";         \
+#define RLVR_REQUIRE_NCCL_DEVICE()                                     \
+  do {                                                                 \
+    if (!HaveNcclCommunicator()) GTEST_SKIP() << "built without NCCL"; \
+    if (NcclVisibleDevices() < 1) GTEST_SKIP() << "no CUDA device";    \
   } while (0)
 
 CommunicatorOptions NcclOptions(int rank, int world, int port, absl::Duration timeout) {
@@ -103,7 +103,8 @@ TEST(NcclCommunicator, CudaTensorsInPlace) {
   EXPECT_EQ(t.data_ptr(), ptr);
   EXPECT_TRUE(t.is_cuda());
   EXPECT_TRUE(torch::equal(t.cpu(), torch::arange(1 << 20, torch::kFloat32) * 2));
-  torch::Tensor d = torch::ones({3, 5}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+  torch::Tensor d =
+      torch::ones({3, 5}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
   ASSERT_TRUE((*comm)->Broadcast(d, 0).ok());
   EXPECT_DOUBLE_EQ(d.sum().item<double>(), 15.0);
   EXPECT_TRUE((*comm)->Barrier().ok());

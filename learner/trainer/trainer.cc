@@ -600,7 +600,6 @@ uint64_t Trainer::version() const { return impl_->version_; }
 int Trainer::rank() const { return impl_->comm_->rank(); }
 int Trainer::world_size() const { return impl_->comm_->world_size(); }
 
-
 absl::Status Trainer::SaveCheckpoint(const std::string& ingest_state) {
   return Guarded("SaveCheckpoint", [&] { return impl_->SaveCheckpoint(ingest_state); });
 }

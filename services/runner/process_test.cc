@@ -1,8 +1,7 @@
 #include "services/runner/process.h"
 
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,7 +14,8 @@ namespace {
 TEST(ChildProcessTest, CapturesOutputAndExitCode) {
   std::string log = testing::TempDir() + "/child_ok.log";
   std::remove(log.c_str());
-  auto child = ChildProcess::Spawn({"/bin/sh", "-c", "echo hello; echo world >&2; exit 3"}, log, "sh");
+  auto child =
+      ChildProcess::Spawn({"/bin/sh", "-c", "echo hello; echo world >&2; exit 3"}, log, "sh");
   ASSERT_TRUE(child.ok()) << child.status();
   int code = child->StopWithin(10, 0);
   EXPECT_EQ(code, 3);
@@ -26,8 +26,8 @@ TEST(ChildProcessTest, CapturesOutputAndExitCode) {
 TEST(ChildProcessTest, StopEscalatesToKill) {
   std::string log = testing::TempDir() + "/child_stubborn.log";
   std::remove(log.c_str());  // Logs append: a previous run's "ready" must not count.
-  auto child = ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; echo ready; sleep 30"}, log,
-                                   "stubborn");
+  auto child =
+      ChildProcess::Spawn({"/bin/sh", "-c", "trap '' TERM; echo ready; sleep 30"}, log, "stubborn");
   ASSERT_TRUE(child.ok());
   // Signal only once the shell ignores SIGTERM.
   for (int i = 0; i < 500 && child->LogTail(1) != "ready"; ++i) {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -99,7 +98,8 @@ absl::Status ReadAllMetrics(const std::string& path, std::vector<UpdateRecord>* 
 
 std::string ProgressLine(const std::vector<UpdateRecord>& history, int total_updates,
                          double elapsed_s) {
-  if (history.empty()) return absl::StrFormat("waiting for the first update (%s)", Duration(elapsed_s));
+  if (history.empty())
+    return absl::StrFormat("waiting for the first update (%s)", Duration(elapsed_s));
   const UpdateRecord& last = history.back();
   double heldout = kNaN;
   for (auto it = history.rbegin(); it != history.rend(); ++it) {
@@ -114,15 +114,15 @@ std::string ProgressLine(const std::vector<UpdateRecord>& history, int total_upd
   for (size_t i = first + 1; i < history.size(); ++i) tokens += history[i].tokens;
   double span = history.back().time - history[first].time;
   double tps = span > 0 ? tokens / span : kNaN;
-  double per_update = history.size() > 1 ? (last.time - history.front().time) / (history.size() - 1)
-                                         : kNaN;
+  double per_update =
+      history.size() > 1 ? (last.time - history.front().time) / (history.size() - 1) : kNaN;
   double eta = per_update * std::max(0.0, total_updates - last.step);
   std::string held = std::isnan(heldout) ? "-" : absl::StrFormat("%.1f%%", 100 * heldout);
   std::string tp = std::isnan(tps) ? "-" : absl::StrFormat("%.0f tok/s", tps);
   return absl::StrFormat("step %d/%d  v%d  reward %.3f  heldout %s  %s  lag %.2f  ETA %s",
-                         static_cast<int>(last.step), total_updates,
-                         static_cast<int>(last.version), last.reward, held, tp,
-                         std::isnan(last.staleness) ? 0.0 : last.staleness, Duration(eta));
+                         static_cast<int>(last.step), total_updates, static_cast<int>(last.version),
+                         last.reward, held, tp, std::isnan(last.staleness) ? 0.0 : last.staleness,
+                         Duration(eta));
 }
 
 absl::Status WritePlot(const std::vector<UpdateRecord>& history, const std::string& dir) {
@@ -131,7 +131,9 @@ absl::Status WritePlot(const std::vector<UpdateRecord>& history, const std::stri
     std::ofstream out(data);
     out << "# step reward heldout_accuracy entropy cancellation_residual\n";
     for (const auto& r : history) {
-      auto v = [](double x) { return std::isnan(x) || x < -0.5 ? std::string("NaN") : absl::StrCat(x); };
+      auto v = [](double x) {
+        return std::isnan(x) || x < -0.5 ? std::string("NaN") : absl::StrCat(x);
+      };
       out << r.step << " " << v(r.reward) << " " << v(r.heldout_accuracy) << " " << v(r.entropy)
           << " " << v(r.cancellation_residual) << "\n";
     }
@@ -157,7 +159,8 @@ absl::Status WritePlot(const std::vector<UpdateRecord>& history, const std::stri
   std::string cmd = absl::StrCat("gnuplot '", script, "' > '", dir, "/plot.log' 2>&1");
   int rc = std::system(cmd.c_str());
   if (rc != 0) {
-    return absl::UnavailableError(absl::StrCat("gnuplot failed (", rc, "); see ", dir, "/plot.log"));
+    return absl::UnavailableError(
+        absl::StrCat("gnuplot failed (", rc, "); see ", dir, "/plot.log"));
   }
   return absl::OkStatus();
 }

@@ -13,7 +13,8 @@ using ::testing::HasSubstr;
 
 TEST(MetricsTailTest, ReadsAppendedLinesAndWaitsForPartialOnes) {
   std::string path = testing::TempDir() + "/metrics_tail.jsonl";
-  std::ofstream(path) << R"({"step":1,"version":2,"reward_mean":0.25,"time":10})" << "\n"
+  std::ofstream(path) << R"({"step":1,"version":2,"reward_mean":0.25,"time":10})"
+                      << "\n"
                       << R"({"step":2,"ver)";
   MetricsTail tail(path);
   auto first = tail.ReadNew();
@@ -32,7 +33,9 @@ TEST(MetricsTailTest, ReadsAppendedLinesAndWaitsForPartialOnes) {
 
 TEST(ReportTest, ReadAllRejectsMalformedLinesByNumber) {
   std::string path = testing::TempDir() + "/metrics_bad.jsonl";
-  std::ofstream(path) << R"({"step":1})" << "\n" << "not json\n";
+  std::ofstream(path) << R"({"step":1})"
+                      << "\n"
+                      << "not json\n";
   std::vector<UpdateRecord> out;
   absl::Status s = ReadAllMetrics(path, &out);
   EXPECT_THAT(s.message(), HasSubstr(":2:"));

@@ -1,5 +1,6 @@
 #include "services/runner/runner.h"
 
+#include <glog/logging.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,11 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
-
-#include <glog/logging.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -69,8 +68,8 @@ absl::Status RunToCompletion(const std::vector<std::string>& argv, const std::st
   while (true) {
     if (auto code = child.Poll()) {
       if (*code == 0) return absl::OkStatus();
-      return absl::InternalError(absl::StrCat(name, " failed (", DescribeExit(*code), "); last lines of ",
-                                              log, ":\n", child.LogTail(15)));
+      return absl::InternalError(absl::StrCat(name, " failed (", DescribeExit(*code),
+                                              "); last lines of ", log, ":\n", child.LogTail(15)));
     }
     if (stop != nullptr && stop->load()) {
       child.StopWithin(10, SIGTERM);
@@ -128,10 +127,10 @@ absl::Status Supervisor::PrepareBase() {
   // is nothing to pretrain, and the base evaluation evaluates those.
   const bool hf = !config_.model.hf_path.empty();
   if (hf && !fs::exists(fs::path(config_.model.hf_path) / "config.json")) {
-    return absl::NotFoundError(absl::StrCat(
-        "model.hf_path ", config_.model.hf_path,
-        " has no config.json (configs/tiny-qwen3.yaml's model is made by "
-        "`bash scripts/make-tiny-qwen3`)"));
+    return absl::NotFoundError(
+        absl::StrCat("model.hf_path ", config_.model.hf_path,
+                     " has no config.json (configs/tiny-qwen3.yaml's model is made by "
+                     "`bash scripts/make-tiny-qwen3`)"));
   }
   const std::string& base = config_.pretrain.checkpoint;
   if (!hf && !fs::exists(base)) {
@@ -144,11 +143,10 @@ absl::Status Supervisor::PrepareBase() {
   }
   std::string base_eval = run_dir_ + "/base_eval.json";
   if (!fs::exists(base_eval)) {
-    std::vector<std::string> argv = {options_.binary, "eval", "--config", config_path_, "--json",
-                                     base_eval};
+    std::vector<std::string> argv = {options_.binary, "eval",   "--config",
+                                     config_path_,    "--json", base_eval};
     if (!hf) argv.insert(argv.end(), {"--weights", base});
-    RETURN_IF_ERROR(
-        RunToCompletion(argv, Log("base_eval"), "base eval", options_.stop_requested));
+    RETURN_IF_ERROR(RunToCompletion(argv, Log("base_eval"), "base eval", options_.stop_requested));
   }
   return absl::OkStatus();
 }
@@ -161,17 +159,18 @@ absl::Status Supervisor::StartLearners() {
   }
   fs::remove(run_dir_ + "/learner.port");
   for (int rank = 0; rank < world; ++rank) {
-    std::vector<std::string> argv = {options_.binary, "learner", "--config", config_path_,
-                                     "--run_dir", run_dir_, "--rank", absl::StrCat(rank),
-                                     "--world_size", absl::StrCat(world)};
+    std::vector<std::string> argv = {
+        options_.binary, "learner", "--config",         config_path_,   "--run_dir",
+        run_dir_,        "--rank",  absl::StrCat(rank), "--world_size", absl::StrCat(world)};
     if (world > 1) {
-      argv.insert(argv.end(), {"--master_addr", "127.0.0.1", "--master_port",
-                               absl::StrCat(master_port)});
+      argv.insert(argv.end(),
+                  {"--master_addr", "127.0.0.1", "--master_port", absl::StrCat(master_port)});
     }
     if (rank == 0) {
-      argv.insert(argv.end(), {"--address", "127.0.0.1:0", "--port_file", run_dir_ + "/learner.port",
-                               "--metrics_jsonl", run_dir_ + "/metrics.jsonl", "--ledger",
-                               run_dir_ + "/ledger.jsonl", "--metrics_port", "0"});
+      argv.insert(argv.end(),
+                  {"--address", "127.0.0.1:0", "--port_file", run_dir_ + "/learner.port",
+                   "--metrics_jsonl", run_dir_ + "/metrics.jsonl", "--ledger",
+                   run_dir_ + "/ledger.jsonl", "--metrics_port", "0"});
     }
     std::string name = world > 1 ? absl::StrCat("learner-", rank) : "learner";
     ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, Log(name), name));
@@ -197,19 +196,19 @@ absl::StatusOr<int> Supervisor::WaitForLearnerPort() {
     if (StopRequested()) return absl::CancelledError("interrupted during learner start-up");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat("the learner did not report its port within ", options_.learner_start_timeout_s,
-                   " s; see ", Log("learner")));
+  return absl::DeadlineExceededError(absl::StrCat("the learner did not report its port within ",
+                                                  options_.learner_start_timeout_s, " s; see ",
+                                                  Log("learner")));
 }
 
 absl::Status Supervisor::StartActor(int i) {
   std::string name = absl::StrCat("actor-", i);
   ASSIGN_OR_RETURN(ChildProcess child,
-                   ChildProcess::Spawn({options_.binary, "actor", "--learner",
-                                        absl::StrCat("127.0.0.1:", learner_port_), "--config",
-                                        config_path_, "--actor_id", name, "--threads",
-                                        absl::StrCat(config_.run.actor_threads)},
-                                       Log(name), name));
+                   ChildProcess::Spawn(
+                       {options_.binary, "actor", "--learner",
+                        absl::StrCat("127.0.0.1:", learner_port_), "--config", config_path_,
+                        "--actor_id", name, "--threads", absl::StrCat(config_.run.actor_threads)},
+                       Log(name), name));
   actors_[i] = std::move(child);
   return absl::OkStatus();
 }
@@ -282,16 +281,20 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
       Print(absl::StrCat("warning: no plot: ", s.message()), false);
     }
   }
-  auto pct = [](double x) { return x < 0 ? std::string("n/a") : absl::StrFormat("%.1f%%", 100 * x); };
+  auto pct = [](double x) {
+    return x < 0 ? std::string("n/a") : absl::StrFormat("%.1f%%", 100 * x);
+  };
   Print("", false);
-  Print(absl::StrFormat("run %s: %s after %d/%d updates in %.0f s", run_dir_,
-                        summary->interrupted ? "stopped" : (summary->completed ? "finished" : "ended"),
-                        summary->updates, config_.run.total_updates, summary->wall_seconds),
+  Print(absl::StrFormat(
+            "run %s: %s after %d/%d updates in %.0f s", run_dir_,
+            summary->interrupted ? "stopped" : (summary->completed ? "finished" : "ended"),
+            summary->updates, config_.run.total_updates, summary->wall_seconds),
         false);
   Print(absl::StrCat("  held-out greedy accuracy: base ", pct(summary->base_heldout_accuracy),
                      " -> final ", pct(summary->final_heldout_accuracy)),
         false);
-  Print(absl::StrCat("  files: ", run_dir_, "/{summary.json, metrics.jsonl, plot.png, logs/, checkpoints/}"),
+  Print(absl::StrCat("  files: ", run_dir_,
+                     "/{summary.json, metrics.jsonl, plot.png, logs/, checkpoints/}"),
         false);
   return absl::OkStatus();
 }
@@ -354,9 +357,9 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
     }
     for (size_t r = 1; r < learners_.size(); ++r) {
       if (auto code = learners_[r].Poll(); code && *code != 0) {
-        failure = absl::InternalError(absl::StrCat(learners_[r].name(), " failed (",
-                                                   DescribeExit(*code), "):\n",
-                                                   learners_[r].LogTail(25)));
+        failure =
+            absl::InternalError(absl::StrCat(learners_[r].name(), " failed (", DescribeExit(*code),
+                                             "):\n", learners_[r].LogTail(25)));
       }
     }
     if (!failure.ok()) {
@@ -370,8 +373,8 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
                            "); restarting it. Last lines of its log:\n", actors_[i]->LogTail(8)),
               false);
         if (++restarts_ > options_.max_actor_restarts) {
-          failure = absl::InternalError(
-              absl::StrCat("actors crashed ", restarts_, " times; giving up (see ", run_dir_, "/logs)"));
+          failure = absl::InternalError(absl::StrCat(
+              "actors crashed ", restarts_, " times; giving up (see ", run_dir_, "/logs)"));
           break;
         }
         if (absl::Status s = StartActor(i); !s.ok()) {

@@ -42,9 +42,9 @@ struct RunnerOptions {
 
 struct RunSummary {
   std::string run_dir;
-  bool completed = false;        // Reached run.total_updates.
-  bool interrupted = false;      // Stopped by a signal (checkpoint written).
-  int updates = 0;               // Learner updates at the end.
+  bool completed = false;              // Reached run.total_updates.
+  bool interrupted = false;            // Stopped by a signal (checkpoint written).
+  int updates = 0;                     // Learner updates at the end.
   double base_heldout_accuracy = -1;   // Greedy, before RL.
   double final_heldout_accuracy = -1;  // Greedy, at the end.
   double wall_seconds = 0;

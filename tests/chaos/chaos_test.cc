@@ -18,6 +18,7 @@
 // RLVR_CHAOS_SECONDS (default 20) is the length of the fault phase;
 // RLVR_CHAOS_SEED (default 1) seeds the fault schedule. scripts/chaos runs it
 // longer. Runs well under 90 s with the default.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 #include <set>
@@ -37,9 +39,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/chaos/fault_proxy.h"
 #include "tests/testing/test_process.h"
@@ -114,8 +113,8 @@ class ChaosTest : public ::testing::Test {
     ++learner_starts_;
     auto p = std::make_unique<Process>(
         std::vector<std::string>{binary_, "learner", "--config", Config(), "--run_dir",
-                                 dir_.string(), "--port_file", (dir_ / "port").string(),
-                                 "--ledger", (dir_ / "ledger.jsonl").string(), "--metrics_jsonl",
+                                 dir_.string(), "--port_file", (dir_ / "port").string(), "--ledger",
+                                 (dir_ / "ledger.jsonl").string(), "--metrics_jsonl",
                                  (dir_ / "metrics.jsonl").string(), "--total_updates",
                                  std::to_string(total_updates)},
         (dir_ / ("learner" + std::to_string(learner_starts_) + ".log")).string());
@@ -327,7 +326,7 @@ TEST_F(ChaosTest, FaultsLoseNothingAndTrainEveryPromptOncePerEpoch) {
       for (uint64_t p = e.at("next_fresh").get<uint64_t>(); p < kTrainSize; ++p) slots.insert(p);
     }
   }
-  int missing = 0;          // Neither trained nor in flight: lost.
+  int missing = 0;           // Neither trained nor in flight: lost.
   int trained_and_open = 0;  // Trained, yet listed for re-issue.
   for (uint64_t epoch = 0; epoch < next_epoch; ++epoch) {
     const std::set<uint64_t>& trained = trained_positions[epoch];

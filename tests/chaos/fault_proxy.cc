@@ -123,7 +123,8 @@ void FaultProxy::Pump(int client_fd, int server_fd) {
           done = true;
           break;
         }
-        if (int d = delay_ms_.load(); d > 0) std::this_thread::sleep_for(std::chrono::milliseconds(d));
+        if (int d = delay_ms_.load(); d > 0)
+          std::this_thread::sleep_for(std::chrono::milliseconds(d));
         if (!WriteAll(pfds[1 - i].fd, buf, static_cast<size_t>(n))) done = true;
       }
     }

@@ -52,7 +52,7 @@ class FaultProxy {
   std::atomic<int> dropped_{0};
   std::thread acceptor_;
   std::mutex mu_;
-  std::vector<std::thread> pumps_;          // Guarded by mu_.
+  std::vector<std::thread> pumps_;         // Guarded by mu_.
   std::vector<std::pair<int, int>> open_;  // Guarded by mu_: live fd pairs.
 };
 

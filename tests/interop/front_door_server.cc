@@ -13,6 +13,7 @@
 //                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
 //                          [--log_updates]
 // Runs until SIGTERM/SIGINT.
+#include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -24,8 +25,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/health_check_service_interface.h>
 
 #include "common/auth.h"
 #include "common/flags.h"

@@ -33,8 +33,15 @@ struct Tally {
 };
 
 // Kinds of deliberately broken groups.
-enum class Fault { kNone, kTokenOutOfVocab, kNaNLogprob, kWrongGroupSize, kRewardOutOfRange,
-                   kLengthMismatch, kUnknownLease };
+enum class Fault {
+  kNone,
+  kTokenOutOfVocab,
+  kNaNLogprob,
+  kWrongGroupSize,
+  kRewardOutOfRange,
+  kLengthMismatch,
+  kUnknownLease
+};
 
 class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessage> {
  public:
@@ -157,10 +164,12 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
       fault = static_cast<Fault>(1 + rng_() % 6);
     }
     int vocab = options_.vocab_size > 0 ? options_.vocab_size : std::max(vocab_, 2);
-    int tokens = std::min(options_.completion_tokens, std::max(1, lease.sampling().max_new_tokens()));
+    int tokens =
+        std::min(options_.completion_tokens, std::max(1, lease.sampling().max_new_tokens()));
     rlvr::v1::RolloutGroup group;
     auto* g = &group;
-    g->set_lease_id(fault == Fault::kUnknownLease ? lease.lease_id() + (1ULL << 40) : lease.lease_id());
+    g->set_lease_id(fault == Fault::kUnknownLease ? lease.lease_id() + (1ULL << 40)
+                                                  : lease.lease_id());
     g->set_prompt_id(lease.prompt_id());
     g->set_policy_version(std::max(version_, lease.min_policy_version()));
     int n = lease.group_size() + (fault == Fault::kWrongGroupSize ? 1 : 0);
@@ -175,11 +184,20 @@ class Session final : public grpc::ClientBidiReactor<ActorMessage, LearnerMessag
     }
     auto* c0 = g->mutable_completions(0);
     switch (fault) {
-      case Fault::kTokenOutOfVocab: c0->set_token_ids(0, vocab + 5); break;
-      case Fault::kNaNLogprob: c0->set_behaviour_logprobs(0, std::numeric_limits<float>::quiet_NaN()); break;
-      case Fault::kRewardOutOfRange: c0->set_reward(2.0f); break;
-      case Fault::kLengthMismatch: c0->add_behaviour_logprobs(-1.0f); break;
-      default: break;
+      case Fault::kTokenOutOfVocab:
+        c0->set_token_ids(0, vocab + 5);
+        break;
+      case Fault::kNaNLogprob:
+        c0->set_behaviour_logprobs(0, std::numeric_limits<float>::quiet_NaN());
+        break;
+      case Fault::kRewardOutOfRange:
+        c0->set_reward(2.0f);
+        break;
+      case Fault::kLengthMismatch:
+        c0->add_behaviour_logprobs(-1.0f);
+        break;
+      default:
+        break;
     }
     {
       std::lock_guard<std::mutex> lock(tally_->mu);
@@ -229,7 +247,8 @@ std::string LoadReport::Summary() const {
   for (const auto& [k, v] : valid_rejected_by_reason) reasons += absl::StrFormat(" %s=%d", k, v);
   return absl::StrFormat(
       "sessions %d (failed %d), %.1f s: leases %d, valid sent %d accepted %d rejected %d [%s ], "
-      "invalid sent %d rejected %d accepted %d; accepted %.1f groups/s; ack p50 %.2f ms p99 %.2f ms "
+      "invalid sent %d rejected %d accepted %d; accepted %.1f groups/s; ack p50 %.2f ms p99 %.2f "
+      "ms "
       "max %.2f ms",
       sessions_opened, sessions_failed, seconds, leases, valid_sent, valid_accepted, valid_rejected,
       reasons, invalid_sent, invalid_rejected, invalid_accepted, accepted_per_s, ack_p50_ms,
@@ -244,14 +263,16 @@ absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options) {
   std::vector<std::unique_ptr<rlvr::v1::SessionService::Stub>> stubs;
   for (int i = 0; i < 8; ++i) {
     args.SetInt("rlvr.load.channel", i);  // Distinct channels, not one shared subchannel.
-    channels.push_back(grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(
+        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));
     stubs.push_back(rlvr::v1::SessionService::NewStub(channels.back()));
   }
   Tally tally;
   auto t0 = Clock::now();
   std::vector<std::unique_ptr<Session>> sessions;
   for (int i = 0; i < options.sessions; ++i) {
-    sessions.push_back(std::make_unique<Session>(stubs[i % stubs.size()].get(), options, i, &tally));
+    sessions.push_back(
+        std::make_unique<Session>(stubs[i % stubs.size()].get(), options, i, &tally));
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(options.duration_s));
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

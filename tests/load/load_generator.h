@@ -33,16 +33,16 @@ struct LoadOptions {
 };
 
 struct LoadReport {
-  int64_t leases = 0;            // Leases received.
-  int64_t valid_sent = 0;        // Valid groups sent.
-  int64_t invalid_sent = 0;      // Invalid groups sent.
+  int64_t leases = 0;        // Leases received.
+  int64_t valid_sent = 0;    // Valid groups sent.
+  int64_t invalid_sent = 0;  // Invalid groups sent.
   int64_t valid_accepted = 0;
   int64_t valid_rejected = 0;    // Valid groups refused (any reason).
   int64_t invalid_accepted = 0;  // Must be 0.
   int64_t invalid_rejected = 0;
   std::map<std::string, int64_t> valid_rejected_by_reason;
   int64_t sessions_opened = 0;
-  int64_t sessions_failed = 0;   // Streams that ended with an error before the end.
+  int64_t sessions_failed = 0;  // Streams that ended with an error before the end.
   double seconds = 0;
   double accepted_per_s = 0;
   double ack_p50_ms = 0, ack_p99_ms = 0, ack_max_ms = 0;

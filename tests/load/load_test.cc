@@ -9,6 +9,8 @@
 //
 // RLVR_LOAD_SESSIONS (default 64) and RLVR_LOAD_SECONDS (default 10) size it.
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -24,9 +26,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/load/load_generator.h"
@@ -83,8 +82,13 @@ TEST(LoadTest, ManySessionsNoInvalidAcceptedMemoryBoundedLearnerHealthy) {
            "eval: {every: 0, prompts: 4}\n";
   }
   // The learner as a child process (stdout+stderr to learner.log).
-  std::vector<std::string> argv = {bin, "learner", "--config", (dir / "config.yaml").string(),
-                                   "--port_file", (dir / "port").string(), "--total_updates",
+  std::vector<std::string> argv = {bin,
+                                   "learner",
+                                   "--config",
+                                   (dir / "config.yaml").string(),
+                                   "--port_file",
+                                   (dir / "port").string(),
+                                   "--total_updates",
                                    "100000000"};
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
