@@ -5,11 +5,11 @@
 // used: (a) parsed as raw ActorMessage bytes, or (b) as a script of
 // mutations applied to a valid group for a real lease. Whatever happens,
 // Submit (and SubmitBatch, for RolloutBatch messages and for mutated groups
-// placed between valid ones) must answer every group with an Ack and never crash, and an accepted group must
-// satisfy every documented invariant (checked here independently of the
-// validator): known lease, right group size and prompt id, token ids in the
-// vocabulary, lengths consistent and within max_new_tokens, log-probs finite
-// and <= 0, rewards in [0, 1], version not newer than published.
+// placed between valid ones) must answer every group with an Ack and never crash, and an accepted
+// group must satisfy every documented invariant (checked here independently of the validator):
+// known lease, right group size and prompt id, token ids in the vocabulary, lengths consistent and
+// within max_new_tokens, log-probs finite and <= 0, rewards in [0, 1], version not newer than
+// published.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -63,7 +63,8 @@ bool Invariants(const rlvr::v1::RolloutGroup& g, const rlvr::v1::WorkLease& leas
   if (g.completions_size() != lease.group_size()) return false;
   if (g.policy_version() > published) return false;
   for (const auto& c : g.completions()) {
-    if (c.token_ids_size() == 0 || c.token_ids_size() > lease.sampling().max_new_tokens()) return false;
+    if (c.token_ids_size() == 0 || c.token_ids_size() > lease.sampling().max_new_tokens())
+      return false;
     if (c.behaviour_logprobs_size() != c.token_ids_size()) return false;
     for (int t : c.token_ids()) {
       if (t < 0 || t >= kVocab) return false;
@@ -162,15 +163,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (group.completions_size() == 0) break;
         auto* c = group.mutable_completions(in.Byte() % group.completions_size());
         switch (what % 9) {
-          case 0: if (c->token_ids_size()) c->set_token_ids(0, static_cast<int8_t>(in.Byte()) * 3); break;
-          case 1: if (c->behaviour_logprobs_size()) c->set_behaviour_logprobs(0, in.Float()); break;
-          case 2: c->set_reward(in.Float()); break;
-          case 3: c->add_token_ids(in.Byte() % 20); break;
-          case 4: group.add_completions()->CopyFrom(*c); break;
-          case 5: group.set_policy_version(in.Byte()); break;
-          case 6: group.set_lease_id(group.lease_id() + in.Byte()); break;
-          case 7: group.set_prompt_id(std::string(1, static_cast<char>('a' + in.Byte() % 3))); break;
-          default: c->clear_token_ids(); c->clear_behaviour_logprobs(); break;
+          case 0:
+            if (c->token_ids_size()) c->set_token_ids(0, static_cast<int8_t>(in.Byte()) * 3);
+            break;
+          case 1:
+            if (c->behaviour_logprobs_size()) c->set_behaviour_logprobs(0, in.Float());
+            break;
+          case 2:
+            c->set_reward(in.Float());
+            break;
+          case 3:
+            c->add_token_ids(in.Byte() % 20);
+            break;
+          case 4:
+            group.add_completions()->CopyFrom(*c);
+            break;
+          case 5:
+            group.set_policy_version(in.Byte());
+            break;
+          case 6:
+            group.set_lease_id(group.lease_id() + in.Byte());
+            break;
+          case 7:
+            group.set_prompt_id(std::string(1, static_cast<char>('a' + in.Byte() % 3)));
+            break;
+          default:
+            c->clear_token_ids();
+            c->clear_behaviour_logprobs();
+            break;
         }
       }
       wire = group.ByteSizeLong();

@@ -8,6 +8,8 @@
 // protobuf's where the bytes are protobuf's own encoding. A batch refused as
 // too large must be one, where protobuf parses it. The output slots
 // are reused across inputs, as a session reuses them across messages.
+#include <google/protobuf/io/coded_stream.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,8 +18,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <google/protobuf/io/coded_stream.h>
 
 #include "learner/rollout_decoder.h"
 #include "rlvr/v1/session.pb.h"
