@@ -631,19 +631,11 @@ def main():
             f"fraction (30 s) {val(frac)}, p90 staleness of trained groups {val(p90)}; "
             f"RlvrStalenessAboveLag: {firing or 'not firing'}")
         if not firing:
-            try:
-                measured = float(val(frac))
-            except ValueError:
-                measured = None
-            if measured is not None and measured < 0.2:
-                # The alert's threshold is a 20% stale fraction. Under load the
-                # SIGSTOP throttle does not always push the run past it; then
-                # not firing is the right answer and this run proves nothing.
-                print(f"SKIP the slowed actors reached a stale fraction of {measured:.2f} < 0.2; "
-                      "RlvrStalenessAboveLag correctly did not fire (rerun on a quieter machine)",
-                      flush=True)
-                sys.exit(77)
-            fail("RlvrStalenessAboveLag did not fire while slowed actors fell behind the lag", procs)
+            # The slowed actors waste about 0.3 of the generation (0.28-0.30 in
+            # the runs docs/deploy.md records); below the alert's 0.2 the
+            # phase did not do what it exists for, and that is a failure too.
+            fail("RlvrStalenessAboveLag did not fire while slowed actors fell behind the lag (stale fraction "
+                 f"{val(frac)} in Prometheus, {d_wasted / max(d_generated, 1):.3f} from the learner's counters)", procs)
         lag = int(re.search(r"max_policy_lag: (\d+)", TINY_CONFIG).group(1))
         old = prom_query(pbase, "histogram_quantile(0.9, sum by (job, le) "
                                 f"(rate(rlvr_learner_staleness_versions_bucket[30s]))) > {lag}")
