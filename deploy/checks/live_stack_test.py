@@ -6,7 +6,7 @@ The learner runs exactly as the cpu-small overlay's Job runs it: the rendered
 shell that turns a stop on SIGTERM into exit 143) with its args, only paths
 and ports mapped to a temporary directory and 127.0.0.1.
 1. Pretrain, then the learner and a fast actor with a tiny async config
-   (learner.max_policy_lag 1).
+   (learner.max_policy_lag 2).
 2. Scrapes both /metrics endpoints: `promtool check metrics` on each scrape,
    and every metric the dashboard and alert rules use must be exported with
    the contract's type (check-metric-names.mjs --scrape).
@@ -19,11 +19,11 @@ and ports mapped to a temporary directory and 127.0.0.1.
    with no data unless all its metrics are ones that legitimately have no
    series yet (labelled counters nothing has incremented). Prometheus' own
    rule evaluation must report every rule healthy.
-4. Staleness: more actors, slowed by SIGSTOP/SIGCONT (running 0.5 s of every
-   2.5 s), fall several policy versions behind; the learner revokes their
-   leases (or drops or rejects their groups as stale) and
-   RlvrStalenessAboveLag must fire in the real
-   Prometheus (the old p90-staleness condition is evaluated and logged).
+4. Staleness: three more actors, slowed by SIGSTOP/SIGCONT (running 0.1 s of
+   every 1.1 s) once connected, fall far more than the lag behind; the learner
+   revokes their leases (or drops or rejects their groups as stale), about a
+   third of the generation, and RlvrStalenessAboveLag (20%) must fire in the
+   real Prometheus (the old p90-staleness condition is evaluated and logged).
 5. Completion: SIGTERM to the learner's shell gives exit 143 and a
    checkpoint (a Job replaces the pod; it does not complete); the same command
    started again on the same run directory with --total_updates a few steps on
@@ -63,12 +63,18 @@ model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}
 task: {train_size: 400, heldout_size: 40}
 pretrain: {steps: 20, batch_size: 16}
 sampling: {max_new_tokens: 4}
-actor: {group_size: 4, max_batch_prompts: 8, threads: 1}
-# Asynchronous: groups up to one version old are trained, older ones dropped.
-# Leases are credits of buffer_groups shared by all actors: 32 leave the fast
-# actor room while the slowed ones (staleness phase) hold theirs.
-learner: {max_policy_lag: 1, buffer_groups: 32, groups_per_update: 4, checkpoint_every: 0,
-          threads: 1, lease_timeout_s: 120}
+# The fast actor holds at most one update's worth of leases (groups_per_update),
+# so that the staleness phase's slowed actors get leases too.
+actor: {group_size: 4, max_batch_prompts: 4, threads: 1}
+# Asynchronous: groups up to two versions old are trained, older ones dropped;
+# leases that could not be trained within that are revoked. With lag 2 the
+# learner leases up to (lag + 1) * groups_per_update = 12 groups ahead, so the
+# slowed actors can hold lag * groups_per_update = 8 without stalling updates.
+# No per-actor rate limit: this model's actor generates far above the default
+# 200 groups/s, and its RATE_LIMITED rejections would be most of the groups
+# generated (they count in the stale fraction's denominator).
+learner: {max_policy_lag: 2, buffer_groups: 32, groups_per_update: 4, checkpoint_every: 0,
+          threads: 1, lease_timeout_s: 120, max_groups_per_s: 0}
 # Keep every group so that updates happen even while all rewards are equal.
 batching: {dynamic_sampling: false, reward_balance: none}
 eval: {every: 2, prompts: 20, pass_k: 2}
@@ -245,11 +251,18 @@ def rule_exprs(path):
 
 
 NAMESPACE = "rlvr-live"
-# Staleness phase: actors stopped (SIGSTOP) most of the time next to the
-# fast one send a large enough share of groups, all versions late.
+# Staleness phase: actors slowed past the lag next to the fast one. Each runs
+# SLOW_RUN_S of every SLOW_RUN_S + SLOW_STOP_S seconds (SIGSTOP/SIGCONT), far
+# longer than lag + 1 updates (tens of ms here), so every lease it holds is
+# revoked before it can send the group, and the learner grants it new ones
+# while it is stopped (leases are pushed), which are revoked in turn. With
+# SLOW_CAPACITY leases each (actor.max_batch_prompts) they hold 6 of the 8
+# leases that lag 2 leaves beside the update being filled: about 6 revoked per
+# 12 groups accepted, a third of the generation (measured: 0.31-0.32).
 SLOW_ACTORS = 3
-SLOW_RUN_S = 1.0
-SLOW_STOP_S = 1.5
+SLOW_CAPACITY = 2
+SLOW_RUN_S = 0.1
+SLOW_STOP_S = 1.0
 
 
 def render_overlay(overlay):
@@ -543,6 +556,14 @@ def main():
         frac_q = f'rlvr:learner_stale_fraction:rate10m{{namespace="{NAMESPACE}"}}'
         log(f"before slowing: stale fraction (30 s) {val(prom_query(pbase, frac_q))}, "
             f"RlvrStalenessAboveLag {[a[1] for a in alerts() if a[0] == 'RlvrStalenessAboveLag'] or 'inactive'}")
+        def waste_counts():
+            """(wasted, generated) from the learner's counters, as the recording rule sums them."""
+            get = lambda name, labels="": scrape_value(lurl, name, labels) or 0.0
+            revoked = get("rlvr_learner_leases_revoked_total")
+            wasted = (get("rlvr_learner_groups_dropped_total", 'reason="stale"') +
+                      get("rlvr_learner_groups_rejected_total", 'reason="stale_version"') + revoked)
+            return wasted, (get("rlvr_learner_groups_accepted_total") +
+                            get("rlvr_learner_groups_rejected_total") + revoked)
         t_stale = time.monotonic()
         slow = []
         for i in range(SLOW_ACTORS):
@@ -550,15 +571,19 @@ def main():
             slow.append(Proc(f"slow-actor-{i}", [
                 binary, "actor", f"--learner=127.0.0.1:{grpc_port}", f"--config={cfg}", *sets,
                 f"--metrics_port={mport}", f"--health_port={hport}", "--listen_address=127.0.0.1",
-                f"--actor_id=slow-{i}"], work))
+                f"--actor_id=slow-{i}", f"--set=actor.max_batch_prompts={SLOW_CAPACITY}"], work))
             slow[-1].metrics_port = mport
         procs.extend(slow)
         write_targets([am_port] + [p.metrics_port for p in slow])
+        # Connected (and past their start-up) before they are slowed.
+        wait_for(f"{SLOW_ACTORS} slowed actors connected",
+                 lambda: (scrape_value(lurl, "rlvr_learner_actors_connected") or 0) >= 1 + SLOW_ACTORS,
+                 procs, timeout=60)
         stop_throttle = threading.Event()
 
         def throttle():
             # Each slowed actor runs SLOW_RUN_S of every SLOW_RUN_S + SLOW_STOP_S
-            # seconds: its groups come back several policy versions late.
+            # seconds: its leases are revoked long before it could send them.
             try:
                 while not stop_throttle.is_set():
                     time.sleep(SLOW_RUN_S)
@@ -573,6 +598,7 @@ def main():
                 pass
         thr = threading.Thread(target=throttle, daemon=True)
         thr.start()
+        counts0 = waste_counts()
         stale_q = (f'(sum(rlvr_learner_groups_dropped_total{{reason="stale", namespace="{NAMESPACE}"}}) or vector(0)) '
                    f'+ (sum(rlvr_learner_groups_rejected_total{{reason="stale_version", namespace="{NAMESPACE}"}}) '
                    f'or vector(0)) '
@@ -588,6 +614,7 @@ def main():
                 firing = st
                 break
             time.sleep(1)
+        counts1 = waste_counts()
         stop_throttle.set()
         thr.join(timeout=SLOW_STOP_S + 5)
         for p in slow:
@@ -597,25 +624,21 @@ def main():
         stale = prom_query(pbase, stale_q)
         p90 = prom_query(pbase, "histogram_quantile(0.9, sum by (le) "
                                 f'(rate(rlvr_learner_staleness_versions_bucket{{namespace="{NAMESPACE}"}}[30s])))')
+        d_wasted, d_generated = counts1[0] - counts0[0], counts1[1] - counts0[1]
+        log(f"slowed phase, learner counters: {d_wasted:.0f} of {d_generated:.0f} groups wasted as stale "
+            f"(revoked, dropped or rejected): {d_wasted / max(d_generated, 1):.3f}")
         log(f"staleness phase: {time.monotonic() - t_stale:.0f} s; stale groups + revoked leases {val(stale)}, stale "
             f"fraction (30 s) {val(frac)}, p90 staleness of trained groups {val(p90)}; "
             f"RlvrStalenessAboveLag: {firing or 'not firing'}")
         if not firing:
-            try:
-                measured = float(val(frac))
-            except ValueError:
-                measured = None
-            if measured is not None and measured < 0.2:
-                # The alert's threshold is a 20% stale fraction. Under load the
-                # SIGSTOP throttle does not always push the run past it; then
-                # not firing is the right answer and this run proves nothing.
-                print(f"SKIP the slowed actors reached a stale fraction of {measured:.2f} < 0.2; "
-                      "RlvrStalenessAboveLag correctly did not fire (rerun on a quieter machine)",
-                      flush=True)
-                sys.exit(77)
-            fail("RlvrStalenessAboveLag did not fire while slowed actors fell behind the lag", procs)
+            # The slowed actors waste about 0.3 of the generation (0.28-0.30 in
+            # the runs docs/deploy.md records); below the alert's 0.2 the
+            # phase did not do what it exists for, and that is a failure too.
+            fail("RlvrStalenessAboveLag did not fire while slowed actors fell behind the lag (stale fraction "
+                 f"{val(frac)} in Prometheus, {d_wasted / max(d_generated, 1):.3f} from the learner's counters)", procs)
+        lag = int(re.search(r"max_policy_lag: (\d+)", TINY_CONFIG).group(1))
         old = prom_query(pbase, "histogram_quantile(0.9, sum by (job, le) "
-                                "(rate(rlvr_learner_staleness_versions_bucket[30s]))) > 1")
+                                f"(rate(rlvr_learner_staleness_versions_bucket[30s]))) > {lag}")
         if old.get("data", {}).get("result"):
             log(f"note: the old p90-staleness condition was also true: {old['data']['result']}")
         else:
