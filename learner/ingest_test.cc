@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "learner/lease_testing.h"
 #include "learner/rollout_decoder.h"
 
 namespace rlvr::learner {
@@ -14,26 +15,10 @@ using rlvr::v1::Ack;
 using rlvr::v1::RolloutGroup;
 using rlvr::v1::WorkLease;
 
-std::vector<LeasePrompt> MakePrompts(int n) {
-  std::vector<LeasePrompt> out;
-  for (int i = 0; i < n; ++i) out.push_back({"p" + std::to_string(i), {1, 3 + i % 5}, "7"});
-  return out;
-}
+using testing::MakePrompts;
 
 IngestOptions Options(int lag, int buffer, int per_update) {
-  IngestOptions o;
-  o.group_size = 2;
-  o.sampling.max_new_tokens = 4;
-  o.max_policy_lag = lag;
-  o.buffer_groups = buffer;
-  o.groups_per_update = per_update;
-  o.lease_timeout_s = 3600;
-  o.max_message_bytes = 1 << 20;
-  o.max_sessions = 4;
-  o.vocab_size = 10;
-  o.eos_id = 2;
-  o.seed = 5;
-  return o;
+  return testing::TinyJobOptions(lag, buffer, per_update);
 }
 
 RolloutGroup ValidGroup(const WorkLease& lease, uint64_t version, double r0 = 1.0,

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/splitmix.h"
+#include "learner/lease_testing.h"
 #include "learner/rollout_decoder.h"
 
 namespace rlvr::learner {
@@ -31,25 +32,11 @@ using rlvr::v1::WorkLease;
 
 const absl::Time kT0 = absl::FromUnixMillis(1'700'000'000'000);
 
-std::vector<LeasePrompt> MakePrompts(int n) {
-  std::vector<LeasePrompt> out;
-  for (int i = 0; i < n; ++i) out.push_back({"p" + std::to_string(i), {1, 3 + i % 5}, "7"});
-  return out;
-}
+using testing::MakePrompts;
 
 IngestOptions Options(int lag, int buffer, int per_update) {
-  IngestOptions o;
-  o.group_size = 2;
-  o.sampling.max_new_tokens = 4;
-  o.max_policy_lag = lag;
-  o.buffer_groups = buffer;
-  o.groups_per_update = per_update;
+  IngestOptions o = testing::TinyJobOptions(lag, buffer, per_update);
   o.lease_timeout_s = 60;
-  o.max_message_bytes = 1 << 20;
-  o.max_sessions = 4;
-  o.vocab_size = 10;
-  o.eos_id = 2;
-  o.seed = 5;
   o.buffer_bytes = 0;
   return o;
 }

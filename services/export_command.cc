@@ -5,13 +5,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/policy/hf_checkpoint.h"
@@ -116,10 +115,8 @@ absl::Status Export(const std::string& source, const std::string& checkpoint,
     for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"}) {
       if (src.is_object() && src.contains(key) && !src[key].is_null()) gen[key] = src[key];
     }
-    std::ofstream f(fs::path(out_dir) / "generation_config.json");
-    f << gen.dump(2) << "\n";
-    if (!f)
-      return absl::InternalError(absl::StrCat("cannot write ", out_dir, "/generation_config.json"));
+    RETURN_IF_ERROR(WriteFileAtomically((fs::path(out_dir) / "generation_config.json").string(),
+                                        gen.dump(2) + "\n"));
   }
   std::printf("export: %s (policy version %llu) -> %s (%s, from %s)\n", checkpoint.c_str(),
               static_cast<unsigned long long>(version), out_dir.c_str(), dtype_name.c_str(),

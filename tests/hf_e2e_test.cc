@@ -20,21 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "e2e_testing.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int Shell(const std::string& cmd) {
-  int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using rlvr::testing::Shell;
+using rlvr::testing::Slurp;
 
 // UTF-8 of one code point below 0x800 (all the byte-level alphabet needs).
 std::string Utf8(int cp) {
