@@ -188,6 +188,10 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("run.total_updates", &r.total_updates, 0, kBig, "Learner updates to run.");
   s->Int64("run.seed", &r.seed, 0, kSeedMax, "Master seed.");
   s->Int("run.actor_threads", &r.actor_threads, 1, 256, "Threads per actor process.");
+  s->String("run.learner_cpus", &r.learner_cpus,
+            "CPUs the learner ranks are pinned to (\"0\", \"0-3,6\"); empty = not pinned.");
+  s->String("run.actor_cpus", &r.actor_cpus,
+            "CPUs the actors are pinned to (\"1\", \"4-7\"); empty = not pinned.");
 }
 
 absl::Status ValidateRunConfig(const RunConfig& c) {

@@ -206,6 +206,10 @@ struct RunSection {
   int total_updates = 60;         // Learner updates to run.
   int64_t seed = 1;               // Master seed.
   int actor_threads = 1;          // Threads per actor process.
+  // CPUs the learner ranks / the actors are pinned to, in the kernel's list
+  // notation ("0", "1-3", "0,2"); empty: not pinned (the runner's own set).
+  std::string learner_cpus;
+  std::string actor_cpus;
 };
 
 struct RunConfig {

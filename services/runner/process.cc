@@ -1,8 +1,10 @@
 #include "services/runner/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,8 +29,17 @@ int DecodeWaitStatus(int status) {
 }  // namespace
 
 absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
-                                                 const std::string& log_path, std::string name) {
+                                                 const std::string& log_path, std::string name,
+                                                 const std::vector<int>& cpus) {
   if (argv.empty()) return absl::InvalidArgumentError("empty argv");
+  cpu_set_t cpu_set;
+  CPU_ZERO(&cpu_set);
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(absl::StrCat("CPU ", c, " out of range"));
+    }
+    CPU_SET(c, &cpu_set);
+  }
   int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     return absl::UnavailableError(
@@ -38,6 +49,7 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t parent = ::getpid();
+  absl::Time started = absl::Now();
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -52,6 +64,12 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::setpgid(0, 0);
+    if (!cpus.empty() && ::sched_setaffinity(0, sizeof(cpu_set), &cpu_set) != 0) {
+      const char msg[] = "rlvr run: sched_setaffinity failed\n";
+      ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+      (void)ignored;
+      ::_exit(127);
+    }
     ::execv(args[0], args.data());
     const char msg[] = "rlvr run: exec failed\n";
     ssize_t ignored = ::write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -62,6 +80,7 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
   ChildProcess child;
   child.pid_ = pid;
   child.running_ = true;
+  child.started_ = started;
   child.name_ = std::move(name);
   child.log_path_ = log_path;
   return child;
@@ -70,13 +89,21 @@ absl::StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>&
 std::optional<int> ChildProcess::Poll() {
   if (!running_) return exit_code_;
   int status = 0;
-  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  struct rusage ru {};
+  pid_t r = ::wait4(pid_, &status, WNOHANG, &ru);
   if (r == pid_) {
-    running_ = false;
-    exit_code_ = DecodeWaitStatus(status);
+    Reaped(status, ru);
     return exit_code_;
   }
   return std::nullopt;
+}
+
+void ChildProcess::Reaped(int status, const struct rusage& ru) {
+  running_ = false;
+  exit_code_ = DecodeWaitStatus(status);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  usage_.cpu_seconds = seconds(ru.ru_utime) + seconds(ru.ru_stime);
+  usage_.wall_seconds = absl::ToDoubleSeconds(absl::Now() - started_);
 }
 
 void ChildProcess::Signal(int signal) {
@@ -94,9 +121,9 @@ int ChildProcess::StopWithin(double timeout_s, int first_signal) {
   }
   Signal(SIGKILL);
   int status = 0;
-  ::waitpid(pid_, &status, 0);
-  running_ = false;
-  exit_code_ = DecodeWaitStatus(status);
+  struct rusage ru {};
+  ::wait4(pid_, &status, 0, &ru);
+  Reaped(status, ru);
   return exit_code_;
 }
 

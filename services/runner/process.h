@@ -1,10 +1,12 @@
 // A child process of the `rlvr run` supervisor: spawned with its stdout and
-// stderr appended to a log file, killed with the parent (PR_SET_PDEATHSIG).
+// stderr appended to a log file, killed with the parent (PR_SET_PDEATHSIG),
+// optionally pinned to CPUs; once reaped, its CPU time and lifetime are known.
 //
 // Thread safety: a ChildProcess is used by one thread (the supervisor loop).
 #ifndef RLVR_SERVICES_RUNNER_PROCESS_H_
 #define RLVR_SERVICES_RUNNER_PROCESS_H_
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -12,15 +14,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace rlvr::runner {
 
 class ChildProcess {
  public:
   // Starts argv[0] with argv, output appended to `log_path`. The child gets
-  // SIGTERM if the supervisor dies. Fails if fork/exec fails.
+  // SIGTERM if the supervisor dies. A non-empty `cpus` pins the child (and
+  // every thread and process it starts) to those CPUs before exec. Fails if
+  // fork fails or a CPU is out of range.
   static absl::StatusOr<ChildProcess> Spawn(const std::vector<std::string>& argv,
-                                            const std::string& log_path, std::string name);
+                                            const std::string& log_path, std::string name,
+                                            const std::vector<int>& cpus = {});
 
   ChildProcess(ChildProcess&&) = default;
   ChildProcess& operator=(ChildProcess&&) = default;
@@ -33,6 +39,14 @@ class ChildProcess {
   // its exit status (128 + signal number for a signal).
   int StopWithin(double timeout_s, int first_signal);
 
+  // Resources of a reaped child: user + system CPU seconds (its own and its
+  // reaped descendants') and seconds from Spawn to reaping. Zero while running.
+  struct Usage {
+    double cpu_seconds = 0.0;
+    double wall_seconds = 0.0;
+  };
+  const Usage& usage() const { return usage_; }
+
   bool running() const { return running_; }
   pid_t pid() const { return pid_; }
   const std::string& name() const { return name_; }
@@ -44,7 +58,12 @@ class ChildProcess {
   ChildProcess() = default;
   pid_t pid_ = -1;
   bool running_ = false;
+  // Records the exit status and usage of the reaped child.
+  void Reaped(int status, const struct rusage& ru);
+
   int exit_code_ = 0;
+  Usage usage_;
+  absl::Time started_;
   std::string name_;
   std::string log_path_;
 };

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "services/runner/cpu_list.h"
 #include "services/runner/process.h"
 #include "services/runner/report.h"
 
@@ -96,6 +97,8 @@ class Supervisor {
   absl::StatusOr<int> WaitForLearnerPort();
   absl::Status StartActor(int index);
   void StopAll(bool learner_first);
+  // Adds a reaped child's usage to its role's totals ("learner" / "actors").
+  void Account(const std::string& role, const ChildProcess& child);
   void Print(const std::string& line, bool transient);
   absl::Status Finish(RunSummary* summary, const std::vector<UpdateRecord>& history);
 
@@ -107,6 +110,14 @@ class Supervisor {
   std::vector<std::optional<ChildProcess>> actors_;
   int learner_port_ = 0;
   int restarts_ = 0;
+  std::vector<int> learner_cpus_;
+  std::vector<int> actor_cpus_;
+  struct RoleUsage {
+    int processes = 0;
+    double cpu_seconds = 0.0;
+    double wall_seconds = 0.0;
+  };
+  std::map<std::string, RoleUsage> usage_;
   bool transient_shown_ = false;
 };
 
@@ -173,7 +184,7 @@ absl::Status Supervisor::StartLearners() {
                    run_dir_ + "/ledger.jsonl", "--metrics_port", "0"});
     }
     std::string name = world > 1 ? absl::StrCat("learner-", rank) : "learner";
-    ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, Log(name), name));
+    ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, Log(name), name, learner_cpus_));
     learners_.push_back(std::move(child));
   }
   return absl::OkStatus();
@@ -208,7 +219,8 @@ absl::Status Supervisor::StartActor(int i) {
                        {options_.binary, "actor", "--learner",
                         absl::StrCat("127.0.0.1:", learner_port_), "--config", config_path_,
                         "--actor_id", name, "--threads", absl::StrCat(config_.run.actor_threads)},
-                       Log(name), name));
+                       Log(name), name, actor_cpus_));
+  if (actors_[i]) Account("actors", *actors_[i]);
   actors_[i] = std::move(child);
   return absl::OkStatus();
 }
@@ -225,6 +237,13 @@ void Supervisor::StopAll(bool learner_first) {
     if (a) a->StopWithin(config_.actor.shutdown_deadline_s + 5, SIGTERM);
   }
   for (auto& l : learners_) l.StopWithin(options_.learner_stop_timeout_s, SIGTERM);
+}
+
+void Supervisor::Account(const std::string& role, const ChildProcess& child) {
+  RoleUsage& u = usage_[role];
+  u.processes += 1;
+  u.cpu_seconds += child.usage().cpu_seconds;
+  u.wall_seconds += child.usage().wall_seconds;
 }
 
 absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRecord>& history) {
@@ -274,6 +293,22 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
   j["groups_dropped"] = nlohmann::json::object();
   for (const auto& [reason, n] : dropped) j["groups_dropped"][reason] = static_cast<int64_t>(n);
   j["leases_revoked"] = static_cast<int64_t>(revoked);
+  // CPU use by role (every child is reaped by now; restarted actors count
+  // each incarnation). busy = CPU seconds / process wall seconds: for a
+  // single-threaded role pinned to one CPU, the fraction of time it computed.
+  for (auto& l : learners_) Account("learner", l);
+  for (auto& a : actors_) {
+    if (a) Account("actors", *a);
+  }
+  j["processes"] = nlohmann::json::object();
+  for (const auto& [role, u] : usage_) {
+    j["processes"][role] = {
+        {"count", u.processes},
+        {"cpu_seconds", u.cpu_seconds},
+        {"wall_seconds", u.wall_seconds},
+        {"busy", u.wall_seconds > 0 ? u.cpu_seconds / u.wall_seconds : 0.0},
+        {"cpus", FormatCpuList(role == "learner" ? learner_cpus_ : actor_cpus_)}};
+  }
   std::ofstream(run_dir_ + "/summary.json") << j.dump(2) << "\n";
 
   if (!history.empty()) {
@@ -303,6 +338,10 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
   auto t0 = Clock::now();
   RunSummary summary;
   summary.run_dir = run_dir_;
+  const std::vector<int> allowed = AllowedCpus();
+  ASSIGN_OR_RETURN(learner_cpus_,
+                   ParseCpuListFor("run.learner_cpus", config_.run.learner_cpus, allowed));
+  ASSIGN_OR_RETURN(actor_cpus_, ParseCpuListFor("run.actor_cpus", config_.run.actor_cpus, allowed));
   fs::create_directories(run_dir_ + "/logs");
   config_path_ = run_dir_ + "/config.yaml";
   std::ofstream(config_path_) << RunConfigToYaml(config_);
@@ -332,6 +371,13 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
   Print(absl::StrCat("learner on 127.0.0.1:", learner_port_, ", ", config_.run.num_actors,
                      " actors started; logs in ", run_dir_, "/logs"),
         false);
+  if (!learner_cpus_.empty() || !actor_cpus_.empty()) {
+    auto where = [](const std::vector<int>& cpus) {
+      return cpus.empty() ? std::string("not pinned") : "CPUs " + FormatCpuList(cpus);
+    };
+    Print(absl::StrCat("pinned: learner ", where(learner_cpus_), ", actors ", where(actor_cpus_)),
+          false);
+  }
 
   MetricsTail tail(run_dir_ + "/metrics.jsonl");
   std::vector<UpdateRecord> history;
