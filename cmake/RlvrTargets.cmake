@@ -33,13 +33,68 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   target_precompile_headers(rlvr_torch_pch PRIVATE <torch/torch.h>)
 endif()
 
+# Sets `out` to TRUE if `file` includes LibTorch (<torch/...>, <ATen/...>,
+# <c10/...>), directly or through the project's own headers ("dir/x.h" found
+# under the source root or beside the file). Results are cached per file in
+# global properties; a file being scanned counts as torch-free while its own
+# scan runs, which ends include cycles.
+function(_rlvr_includes_torch file out)
+  get_property(known GLOBAL PROPERTY "RLVR_TORCH_SCAN:${file}" SET)
+  if(known)
+    get_property(result GLOBAL PROPERTY "RLVR_TORCH_SCAN:${file}")
+    set(${out} ${result} PARENT_SCOPE)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY "RLVR_TORCH_SCAN:${file}" FALSE)
+  file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+  get_filename_component(dir "${file}" DIRECTORY)
+  set(result FALSE)
+  foreach(line IN LISTS lines)
+    if(line MATCHES "<(torch|ATen|c10)/")
+      set(result TRUE)
+    elseif(line MATCHES "\"([^\"]+)\"")
+      set(name "${CMAKE_MATCH_1}")
+      foreach(base IN ITEMS "${PROJECT_SOURCE_DIR}" "${dir}")
+        cmake_path(ABSOLUTE_PATH name BASE_DIRECTORY "${base}" NORMALIZE OUTPUT_VARIABLE header)
+        if(EXISTS "${header}" AND NOT IS_DIRECTORY "${header}")
+          _rlvr_includes_torch("${header}" result)
+          break()
+        endif()
+      endforeach()
+    endif()
+    if(result)
+      break()
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY "RLVR_TORCH_SCAN:${file}" ${result})
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+# Reuses the LibTorch PCH in `target`, for the sources that include torch
+# (directly or through project headers). Loading the PCH is not free: a
+# torch-free translation unit compiled with it cost 30 s of CPU here against
+# 11 s without, while a torch one costs 20 s with it against 44 s without; so
+# the target's torch-free sources (at the time of the call) skip it.
 function(rlvr_use_torch_pch target)
   # No PCH under clang (fuzz builds): clang 14 cannot compile LibTorch 1.13's
   # headers in C++20 mode at all (incomplete c10::IValue), so those builds only
   # build torch-free targets.
-  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    target_precompile_headers(${target} REUSE_FROM rlvr_torch_pch)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    return()
   endif()
+  target_precompile_headers(${target} REUSE_FROM rlvr_torch_pch)
+  get_target_property(sources ${target} SOURCES)
+  get_target_property(source_dir ${target} SOURCE_DIR)
+  foreach(source IN LISTS sources)
+    cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${source_dir}" NORMALIZE OUTPUT_VARIABLE path)
+    if(path MATCHES "\\.(cc|cpp)$" AND EXISTS "${path}")
+      _rlvr_includes_torch("${path}" torch)
+      if(NOT torch)
+        set_source_files_properties("${path}" TARGET_DIRECTORY ${target}
+                                    PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+      endif()
+    endif()
+  endforeach()
 endfunction()
 
 # rlvr_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TORCH] [TIMEOUT s])
