@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "common/task.h"
 #include "common/tokenizer.h"
+#include "learner/diagnostics/update_diagnostics.h"
 #include "learner/ingest.h"
 #include "learner/learner_metrics.h"
 #include "learner/ledger.h"
@@ -124,8 +125,9 @@ absl::Status RankZero::Setup() {
   }
   if (prompts.empty()) return absl::InvalidArgumentError("the task has no training prompts");
 
-  metrics_.world_size->Set(o_.world_size);
-  ASSIGN_OR_RETURN(trainer_, Trainer::Create(trainer_options_, registry_));
+  // The trainer records every update, the step and the world size into the
+  // learner's UpdateMetrics (it registers no family of its own).
+  ASSIGN_OR_RETURN(trainer_, Trainer::Create(trainer_options_, &metrics_.update));
   ASSIGN_OR_RETURN(std::string ingest_state, trainer_->Resume());
 
   IngestOptions io;
@@ -158,7 +160,6 @@ absl::Status RankZero::Setup() {
     figures_.step = trainer_->step();
     figures_.version = PublishedVersion();
   }
-  metrics_.step->Set(static_cast<double>(trainer_->step()));
 
   if (o_.metrics_port >= 0) {
     MetricsServerOptions mo;
@@ -280,29 +281,11 @@ absl::StatusOr<double> RankZero::EvaluateHeldout() {
 
 void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
                             uint64_t version_before, double heldout) {
-  // Published clamped (ClampDiagnostic): never +Inf in Prometheus or null
-  // in metrics.jsonl; the clamped names are counted and listed.
+  // Published clamped (ClampDiagnostics): never +Inf in Prometheus or null
+  // in metrics.jsonl; the clamped names are listed here and counted by the
+  // trainer's UpdateMetrics::RecordUpdate (rlvr_learner_diagnostics_clamped_total).
   UpdateDiagnostics d = r.diagnostics;
-  std::vector<std::string> clamped;
-  for (auto [name, value] : {std::pair<const char*, double*>{"reward", &d.reward_mean},
-                             {"accuracy", &d.accuracy},
-                             {"entropy", &d.entropy},
-                             {"clip_fraction", &d.clip_fraction},
-                             {"ratio_mean", &d.ratio_mean},
-                             {"ratio_max", &d.ratio_max},
-                             {"grad_norm", &d.grad_norm},
-                             {"kl", &d.kl_behaviour_recomputed},
-                             {"cancellation_residual", &d.cancellation_residual},
-                             {"orthogonality_residual", &d.orthogonality_residual},
-                             {"zero_variance_fraction", &d.zero_variance_fraction},
-                             {"loss", &d.loss},
-                             {"lr", &d.lr}}) {
-    bool was_clamped = false;
-    *value = ClampDiagnostic(*value, &was_clamped);
-    if (!was_clamped) continue;
-    clamped.push_back(name);
-    metrics_.diagnostics_clamped_family->Add({{"name", name}}).Increment();
-  }
+  const std::vector<std::string> clamped = ClampDiagnostics(&d);
   if (!clamped.empty()) {
     LOG(WARNING) << "step " << r.step << ": diagnostics published clamped to +-" << kDiagnosticLimit
                  << ": " << absl::StrJoin(clamped, ", ");
@@ -315,30 +298,14 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
   if (!groups.empty()) staleness /= static_cast<double>(groups.size());
   const double now = NowUnixSeconds();
 
-  // The Trainer (same registry) owns the per-update counters and histograms
-  // (step_seconds, tokens_trained, groups_dropped by the batcher,
-  // checkpoint_seconds); the gauges below are set to the same values by both.
-  metrics_.step->Set(static_cast<double>(r.step));
-  metrics_.reward_mean->Set(d.reward_mean);
-  metrics_.accuracy->Set(d.accuracy);
-  metrics_.entropy->Set(d.entropy);
-  metrics_.clip_fraction->Set(d.clip_fraction);
-  metrics_.ratio_mean->Set(d.ratio_mean);
-  metrics_.ratio_max->Set(d.ratio_max);
-  metrics_.grad_norm->Set(d.grad_norm);
-  metrics_.kl_behaviour_recomputed->Set(d.kl_behaviour_recomputed);
-  metrics_.cancellation_residual->Set(d.cancellation_residual);
-  metrics_.orthogonality_residual->Set(d.orthogonality_residual);
-  metrics_.zero_variance_fraction->Set(d.zero_variance_fraction);
-  metrics_.positive_rollouts->Set(static_cast<double>(d.positive_rollouts));
-  metrics_.negative_rollouts->Set(static_cast<double>(d.negative_rollouts));
-  metrics_.last_step_timestamp_seconds->Set(now);
+  // The Trainer has recorded the update's own metrics (step, diagnostics,
+  // wall time, tokens, groups dropped by the batcher) in metrics_.update.
   if (heldout >= 0) metrics_.heldout_accuracy->Set(heldout);
   {
     absl::MutexLock l(&figures_mu_);
     figures_.step = r.step;
     figures_.version = version;
-    figures_.tokens_trained += static_cast<uint64_t>(std::max<int64_t>(0, d.tokens));
+    figures_.tokens_trained += static_cast<uint64_t>(std::max<int64_t>(0, d.tokens()));
     figures_.diag = d;
     figures_.step_seconds = r.step_seconds;
     figures_.last_step_unix_s = now;
@@ -349,34 +316,17 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
     nlohmann::json j;
     j["step"] = r.step;
     j["version"] = version;
-    j["reward"] = d.reward_mean;
-    j["accuracy"] = d.accuracy;
-    j["entropy"] = d.entropy;
-    j["clip_fraction"] = d.clip_fraction;
-    j["ratio_mean"] = d.ratio_mean;
-    j["ratio_max"] = d.ratio_max;
-    j["grad_norm"] = d.grad_norm;
-    j["kl"] = d.kl_behaviour_recomputed;
-    j["cancellation_residual"] = d.cancellation_residual;
-    j["orthogonality_residual"] = d.orthogonality_residual;
-    j["zero_variance_fraction"] = d.zero_variance_fraction;
-    j["positive_rollouts"] = d.positive_rollouts;
-    j["negative_rollouts"] = d.negative_rollouts;
-    j["loss"] = d.loss;
-    j["lr"] = d.lr;
+    DiagnosticsToJson(d, &j);
     j["groups"] = groups.size();
-    j["tokens"] = d.tokens;
     j["step_seconds"] = r.step_seconds;
     j["staleness"] = staleness;
     // Waste, per update: groups accepted since the previous line, and groups
     // not trained on by reason (stale: dropped from the buffer since the
-    // previous line; the others: dropped by this update's batcher).
+    // previous line; the others, from the diagnostics: dropped by this
+    // update's batcher).
     const IngestSnapshot in = ingest_->Snapshot();
     j["groups_accepted"] = in.groups_accepted - counted_.groups_accepted;
-    j["groups_dropped"] = {{"stale", in.groups_dropped_stale - counted_.groups_dropped_stale},
-                           {"zero_variance", r.diagnostics.groups_dropped_zero_variance},
-                           {"balance", r.diagnostics.groups_dropped_balance},
-                           {"trust_region", r.diagnostics.groups_dropped_trust_region}};
+    j["groups_dropped"]["stale"] = in.groups_dropped_stale - counted_.groups_dropped_stale;
     j["leases_revoked"] = in.leases_revoked - counted_.leases_revoked;
     counted_ = in;
     if (heldout >= 0) j["heldout_accuracy"] = heldout;
@@ -423,7 +373,7 @@ absl::Status RankZero::TrainLoop() {
     }
     RecordUpdate(r, *taken, version_before, heldout);
     LOG(INFO) << "step " << r.step << " version " << PublishedVersion() << " reward "
-              << r.diagnostics.reward_mean << " accuracy " << r.diagnostics.accuracy << " ("
+              << r.diagnostics.reward_mean() << " accuracy " << r.diagnostics.accuracy() << " ("
               << r.step_seconds << " s)" << (heldout >= 0 ? " heldout " : "")
               << (heldout >= 0 ? absl::StrCat(heldout) : "");
     if (every_ckpt > 0 && r.step % every_ckpt == 0) RETURN_IF_ERROR(Checkpoint());
@@ -475,13 +425,7 @@ rlvr::v1::LearnerStatus RankZero::Status() {
   absl::MutexLock l(&figures_mu_);
   s.set_step(figures_.step);
   s.set_tokens_trained(figures_.tokens_trained);
-  s.set_reward_mean(figures_.diag.reward_mean);
-  s.set_accuracy(figures_.diag.accuracy);
-  s.set_entropy(figures_.diag.entropy);
-  s.set_clip_fraction(figures_.diag.clip_fraction);
-  s.set_grad_norm(figures_.diag.grad_norm);
-  s.set_kl_behaviour_recomputed(figures_.diag.kl_behaviour_recomputed);
-  s.set_cancellation_residual(figures_.diag.cancellation_residual);
+  DiagnosticsToStatus(figures_.diag, &s);
   s.set_step_seconds(figures_.step_seconds);
   s.set_last_step_unix_s(figures_.last_step_unix_s);
   s.set_heldout_accuracy(figures_.heldout_accuracy);
@@ -492,7 +436,10 @@ rlvr::v1::LearnerStatus RankZero::Status() {
 
 absl::Status RunLearner(const LearnerOptions& options,
                         std::shared_ptr<prometheus::Registry> registry) {
-  if (registry == nullptr) registry = std::make_shared<prometheus::Registry>();
+  // One owner per metric family: a second registration of a name throws.
+  if (registry == nullptr) {
+    registry = std::make_shared<prometheus::Registry>(prometheus::Registry::InsertBehavior::Throw);
+  }
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad rank ", options.rank, " for world size ", options.world_size));

@@ -1,6 +1,5 @@
 #include "learner/learner_metrics.h"
 
-#include <cmath>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -31,9 +30,9 @@ std::string RejectReasonLabel(rlvr::v1::RejectReason reason) {
   return absl::AsciiStrToLower(name);
 }
 
-LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : registry(reg) {
+LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg)
+    : registry(reg), update(*reg) {
   prometheus::Registry& r = *registry;
-  step = G(r, "rlvr_learner_step", "Learner updates completed.");
   policy_version = G(r, "rlvr_learner_policy_version", "Newest published policy version.");
   groups_accepted = C(r, "rlvr_learner_groups_accepted_total", "Groups accepted into the buffer.");
   groups_rejected_family = &prometheus::BuildCounter()
@@ -44,14 +43,8 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
   for (int i = rlvr::v1::RejectReason_MIN + 1; i <= rlvr::v1::RejectReason_MAX; ++i) {
     if (rlvr::v1::RejectReason_IsValid(i)) Rejected(static_cast<rlvr::v1::RejectReason>(i));
   }
-  auto& dropped = prometheus::BuildCounter()
-                      .Name("rlvr_learner_groups_dropped_total")
-                      .Help("Accepted groups not trained on, by reason.")
-                      .Register(r);
-  dropped_stale = &dropped.Add({{"reason", "stale"}});
-  dropped_zero_variance = &dropped.Add({{"reason", "zero_variance"}});
-  dropped_balance = &dropped.Add({{"reason", "balance"}});
-  dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
+  dropped_stale =
+      &update.CounterFamily("rlvr_learner_groups_dropped_total").Add({{"reason", "stale"}});
   leases_granted = C(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
   leases_reissued =
       C(r, "rlvr_learner_leases_reissued_total", "Leases whose prompt went back to the queue.");
@@ -67,35 +60,11 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
   staleness_versions =
       H(r, "rlvr_learner_staleness_versions",
         "Versions between a trained group's policy and the learner's.", staleness_buckets);
-  step_seconds = H(r, "rlvr_learner_step_seconds", "Update wall time.", SecondsBuckets());
-  tokens_trained = C(r, "rlvr_learner_tokens_trained_total", "Completion tokens trained on.");
-  reward_mean = G(r, "rlvr_learner_reward_mean", "Last update: mean reward.");
-  accuracy = G(r, "rlvr_learner_accuracy", "Last update: fraction of rollouts with reward 1.");
   heldout_accuracy = G(r, "rlvr_learner_heldout_accuracy", "Last held-out greedy accuracy.");
-  entropy = G(r, "rlvr_learner_entropy", "Last update: mean token entropy, nats.");
-  clip_fraction = G(r, "rlvr_learner_clip_fraction", "Last update: clipped fraction.");
-  ratio_mean = G(r, "rlvr_learner_ratio_mean", "Last update: mean ratio.");
-  ratio_max = G(r, "rlvr_learner_ratio_max", "Last update: max ratio.");
-  grad_norm = G(r, "rlvr_learner_grad_norm", "Last update: gradient norm before clipping.");
-  kl_behaviour_recomputed = G(r, "rlvr_learner_kl_behaviour_recomputed",
-                              "Last update: KL(behaviour || recomputed) per token.");
-  cancellation_residual =
-      G(r, "rlvr_learner_cancellation_residual", "Last update: cancellation residual.");
-  orthogonality_residual =
-      G(r, "rlvr_learner_orthogonality_residual", "Last update: |sum w A| residual.");
-  zero_variance_fraction =
-      G(r, "rlvr_learner_zero_variance_fraction", "Last update: zero-variance group fraction.");
-  positive_rollouts = G(r, "rlvr_learner_positive_rollouts", "Last update: positive rollouts.");
-  negative_rollouts = G(r, "rlvr_learner_negative_rollouts", "Last update: negative rollouts.");
   weight_publish_seconds = H(r, "rlvr_learner_weight_publish_seconds",
                              "Serialize + publish time of a version.", SecondsBuckets());
   weight_publish_bytes = G(r, "rlvr_learner_weight_publish_bytes", "Size of the last blob.");
   weight_watchers = G(r, "rlvr_learner_weight_watchers", "Open WatchWeights streams.");
-  last_step_timestamp_seconds =
-      G(r, "rlvr_learner_last_step_timestamp_seconds", "Unix time of the last update.");
-  checkpoint_seconds =
-      H(r, "rlvr_learner_checkpoint_seconds", "Checkpoint write time.", SecondsBuckets());
-  world_size = G(r, "rlvr_learner_world_size", "Data-parallel world size.");
   call_refusals_family = &prometheus::BuildCounter()
                               .Name("rlvr_learner_call_refusals_total")
                               .Help(
@@ -109,28 +78,10 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg) : regi
       G(r, "rlvr_learner_sessions_awaiting_hello", "Session streams open, Hello not yet received.");
   reject_logs_suppressed = C(r, "rlvr_learner_reject_logs_suppressed_total",
                              "Rejected-group log lines left out by the log rate limit.");
-  diagnostics_clamped_family = &prometheus::BuildCounter()
-                                    .Name("rlvr_learner_diagnostics_clamped_total")
-                                    .Help(
-                                        "Update diagnostics published clamped (not finite or "
-                                        "beyond 1e30), by name.")
-                                    .Register(r);
 }
 
 prometheus::Counter& LearnerMetrics::CallRefused(const std::string& reason) {
   return call_refusals_family->Add({{"reason", reason}});
-}
-
-double ClampDiagnostic(double value, bool* clamped) {
-  if (std::isnan(value)) {
-    *clamped = true;
-    return kDiagnosticLimit;
-  }
-  if (value > kDiagnosticLimit || value < -kDiagnosticLimit) {
-    *clamped = true;
-    return value > 0 ? kDiagnosticLimit : -kDiagnosticLimit;
-  }
-  return value;
 }
 
 prometheus::Counter& LearnerMetrics::Rejected(rlvr::v1::RejectReason reason) {

@@ -1,13 +1,16 @@
 // The learner's Prometheus metrics (names are a contract with deploy/; see
 // docs/learner.md). One LearnerMetrics per process, registered in the
-// process's registry. prometheus-cpp metrics are thread-safe, so every field
-// may be updated from any thread.
+// process's registry: it is the one owner of every learner family, those of
+// updates included (`update`, which rank 0's Trainer records into; the
+// Trainer registers nothing). prometheus-cpp metrics are thread-safe, so
+// every field may be updated from any thread.
 #ifndef RLVR_LEARNER_LEARNER_METRICS_H_
 #define RLVR_LEARNER_LEARNER_METRICS_H_
 
 #include <memory>
 #include <string>
 
+#include "learner/diagnostics/update_metrics.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -24,15 +27,16 @@ struct LearnerMetrics {
   prometheus::Counter& Rejected(rlvr::v1::RejectReason reason);
 
   std::shared_ptr<prometheus::Registry> registry;
+  // The families of updates: step, diagnostics, wall times, tokens trained,
+  // groups dropped by the batcher. Handed to the Trainer.
+  UpdateMetrics update;
 
-  prometheus::Gauge* step;
   prometheus::Gauge* policy_version;
   prometheus::Counter* groups_accepted;
   prometheus::Family<prometheus::Counter>* groups_rejected_family;
+  // rlvr_learner_groups_dropped_total{reason="stale"} (the family is
+  // update's; the batcher's reasons are counted there).
   prometheus::Counter* dropped_stale;
-  prometheus::Counter* dropped_zero_variance;
-  prometheus::Counter* dropped_balance;
-  prometheus::Counter* dropped_trust_region;
   prometheus::Counter* leases_granted;
   prometheus::Counter* leases_reissued;
   prometheus::Counter* leases_revoked;
@@ -41,28 +45,10 @@ struct LearnerMetrics {
   prometheus::Gauge* buffer_groups;
   prometheus::Gauge* buffer_capacity_groups;
   prometheus::Histogram* staleness_versions;
-  prometheus::Histogram* step_seconds;
-  prometheus::Counter* tokens_trained;
-  prometheus::Gauge* reward_mean;
-  prometheus::Gauge* accuracy;
   prometheus::Gauge* heldout_accuracy;
-  prometheus::Gauge* entropy;
-  prometheus::Gauge* clip_fraction;
-  prometheus::Gauge* ratio_mean;
-  prometheus::Gauge* ratio_max;
-  prometheus::Gauge* grad_norm;
-  prometheus::Gauge* kl_behaviour_recomputed;
-  prometheus::Gauge* cancellation_residual;
-  prometheus::Gauge* orthogonality_residual;
-  prometheus::Gauge* zero_variance_fraction;
-  prometheus::Gauge* positive_rollouts;
-  prometheus::Gauge* negative_rollouts;
   prometheus::Histogram* weight_publish_seconds;
   prometheus::Gauge* weight_publish_bytes;
   prometheus::Gauge* weight_watchers;
-  prometheus::Gauge* last_step_timestamp_seconds;
-  prometheus::Histogram* checkpoint_seconds;
-  prometheus::Gauge* world_size;
 
   // The front door (docs/reliability.md). Calls refused or ended by the
   // learner before or outside group validation, by reason (every reason of
@@ -77,9 +63,6 @@ struct LearnerMetrics {
   // Rejected-group log lines suppressed by the per-session rate limit (the
   // rejections themselves are all in groups_rejected_total).
   prometheus::Counter* reject_logs_suppressed;
-  // Update diagnostics that were not finite or beyond kDiagnosticLimit and
-  // were published clamped: rlvr_learner_diagnostics_clamped_total{name}.
-  prometheus::Family<prometheus::Counter>* diagnostics_clamped_family;
 };
 
 // Reasons of rlvr_learner_call_refusals_total, one per way a call ends
@@ -103,16 +86,6 @@ inline constexpr const char* kCallRefusalReasons[] = {
     "lease_expiries",  // Closed after lease_expiries_to_close expiries.
     "shutting_down",   // The learner is stopping.
 };
-
-// Diagnostics are published (Prometheus, metrics.jsonl, GetStatus) within
-// +-kDiagnosticLimit: an extreme but valid input (a behaviour log-prob of
-// -1e30) can make the KL and the ratio +Inf, which Prometheus shows as +Inf
-// and JSON cannot hold (null).
-inline constexpr double kDiagnosticLimit = 1e30;
-
-// `value` if finite and within +-kDiagnosticLimit; else clamped to the
-// limit (NaN to +limit) with *clamped set to true.
-double ClampDiagnostic(double value, bool* clamped);
 
 // "unknown_lease" for REJECT_REASON_UNKNOWN_LEASE, etc.
 std::string RejectReasonLabel(rlvr::v1::RejectReason reason);

@@ -6,7 +6,8 @@ metric contract (deploy/checks/metrics-contract.txt; histograms as _bucket,
 _sum, _count) or be Prometheus' `up`, and its labels other than the scrape's
 own (job, instance, namespace, pod, rank, le) must be labels the contract
 declares for it. A `reason` must be one the code produces:
-rlvr_learner_groups_dropped_total's from learner/learner_metrics.cc,
+rlvr_learner_groups_dropped_total's from learner/learner_metrics.cc and the
+`label`s of proto/rlvr/v1/diagnostics.proto,
 rlvr_learner_groups_rejected_total's from the RejectReason enum of
 proto/rlvr/v1/session.proto (lower case, without REJECT_REASON_).
 Every alert of the rule files must have a firing test (non-empty exp_alerts).
@@ -33,8 +34,15 @@ def contract():
 
 
 def reasons():
+    # The ingest's reasons are added in learner_metrics.cc; the batcher's are
+    # the `label`s of the update diagnostics exported to the family.
     cc = open(os.path.join(ROOT, "learner/learner_metrics.cc")).read()
-    dropped = set(re.findall(r'dropped\.Add\(\{\{"reason",\s*"([a-z_]+)"\}\}\)', cc))
+    dropped = set(re.findall(
+        r'"rlvr_learner_groups_dropped_total"\)\s*\.Add\(\{\{"reason",\s*"([a-z_]+)"\}\}\)', cc))
+    diagnostics = open(os.path.join(ROOT, "proto/rlvr/v1/diagnostics.proto")).read()
+    for option in re.findall(r"\{([^{}]*)\}", diagnostics):
+        if re.search(r'metric:\s*"rlvr_learner_groups_dropped_total"', option):
+            dropped.update(re.findall(r'label:\s*"reason=([a-z_]+)"', option))
     proto = open(os.path.join(ROOT, "proto/rlvr/v1/session.proto")).read()
     rejected = {m.lower() for m in re.findall(r"\bREJECT_REASON_([A-Z_]+)\s*=", proto)} - {"unspecified"}
     return {"rlvr_learner_groups_dropped_total": dropped, "rlvr_learner_groups_rejected_total": rejected}

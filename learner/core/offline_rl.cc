@@ -170,44 +170,33 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
       ASSIGN_OR_RETURN(old, ComputeOldLogProbs(model, groups, SelectionForRank(plan, 0, 1),
                                                c.batching.micro_batch_rollouts));
     }
-    StepDiagnostics diag;
+    UpdateDiagnostics diag;
     double grad_norm_sum = 0.0;
+    double lr = LearningRate(c, optimizer_steps);
     for (const OptimizerStep& step : plan.steps) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
-      ASSIGN_OR_RETURN(StepDiagnostics d,
+      ASSIGN_OR_RETURN(UpdateDiagnostics d,
                        AccumulateStepGradients(model, groups, step.groups, step.normalizer, c.loss,
                                                c.batching, precompute ? &old : nullptr, nullptr));
-      diag.Merge(d);
+      MergeDiagnostics(d, &diag);
       const double clip =
           c.optim.grad_clip > 0 ? c.optim.grad_clip : std::numeric_limits<double>::infinity();
       const double norm = torch::nn::utils::clip_grad_norm_(params, clip);
+      lr = LearningRate(c, optimizer_steps);
       if (std::isfinite(norm)) {
-        for (auto& group : optimizer.param_groups()) {
-          group.options().set_lr(LearningRate(c, optimizer_steps));
-        }
+        for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
         optimizer.step();
         grad_norm_sum += norm;
       }
       ++optimizer_steps;
     }
     for (auto& p : params) p.mutable_grad() = torch::Tensor();
-    diag.Finalize();
+    FinishUpdateDiagnostics(plan.stats, static_cast<int64_t>(plan.steps.size()), grad_norm_sum, lr,
+                            &diag);
 
     nlohmann::json j;
     j["step"] = update;
-    j["reward"] = plan.stats.reward_mean;
-    j["accuracy"] = plan.stats.accuracy;
-    j["entropy"] = diag.entropy;
-    j["clip_fraction"] = diag.clip_fraction;
-    j["cancellation_residual"] = diag.cancellation_residual;
-    j["shared_cells"] = diag.shared_cells;
-    j["orthogonality_residual"] = diag.orthogonality_residual;
-    j["zero_variance_fraction"] = plan.stats.zero_variance_fraction;
-    j["positive_rollouts"] = plan.stats.positive_rollouts;
-    j["negative_rollouts"] = plan.stats.negative_rollouts;
-    j["loss"] = diag.loss / static_cast<double>(std::max<size_t>(1, plan.steps.size()));
-    j["grad_norm"] = grad_norm_sum / static_cast<double>(std::max<size_t>(1, plan.steps.size()));
-    j["tokens"] = diag.tokens;
+    DiagnosticsToJson(diag, &j);
     j["step_seconds"] = Seconds(t_update);
     const bool last = update == c.run.total_updates;
     if (last || (c.eval.every > 0 && update % c.eval.every == 0)) {
@@ -217,8 +206,8 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
     metrics << j.dump() << "\n";
     metrics.flush();
     std::printf(
-        "update %d reward %.3f entropy %.3f residual %.4f%s (%.1f s)\n", update,
-        plan.stats.reward_mean, diag.entropy, diag.cancellation_residual,
+        "update %d reward %.3f entropy %.3f residual %.4f%s (%.1f s)\n", update, diag.reward_mean(),
+        diag.entropy(), diag.cancellation_residual(),
         j.contains("heldout_accuracy") ? absl::StrCat(" held-out ", final_heldout).c_str() : "",
         Seconds(t0));
     std::fflush(stdout);

@@ -8,9 +8,9 @@
 // update samples with the newest weights), like configs/chain.yaml's
 // max_policy_lag 0. No checkpoints, no reference-policy KL (kl_coef must be 0).
 //
-// Writes into out_dir: metrics.jsonl (one line per update, the learner's
-// keys: step, reward, accuracy, entropy, clip_fraction, cancellation_residual,
-// positive_rollouts, negative_rollouts, loss, grad_norm, step_seconds,
+// Writes into out_dir: metrics.jsonl (one line per update: step,
+// step_seconds, every diagnostic with a JSON key in
+// proto/rlvr/v1/diagnostics.proto, written as the learner writes them, and
 // heldout_accuracy every eval.every updates and at the last) and summary.json
 // (base_heldout_accuracy, final_heldout_accuracy, updates, seconds), the same
 // files scripts/compare reads from an `rlvr run` directory.

@@ -117,11 +117,10 @@ const std::vector<float>* OldFor(const OldLogProbs* old, int g, int r) {
   return &old->logprobs[g][r];
 }
 
-absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const Rows& rows,
-                                              double normalizer, const LossConfig& loss,
-                                              const Estimator& estimator, const OldLogProbs* old,
-                                              policy::Transformer* reference) {
-  StepDiagnostics d;
+absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, const Rows& rows,
+                                                double normalizer, const LossConfig& loss,
+                                                const Estimator& estimator, const OldLogProbs* old,
+                                                policy::Transformer* reference) {
   const int64_t n = static_cast<int64_t>(rows.rollouts.size());
   policy::CompletionLogProbs out = policy::ComputeCompletionLogProbs(
       model, rows.prompts, rows.completions, /*with_entropy=*/true);
@@ -196,138 +195,51 @@ absl::StatusOr<StepDiagnostics> RunMicroBatch(policy::Transformer& model, const 
   if (lp.requires_grad()) lp.backward(coeff);
 
   torch::NoGradGuard no_grad;
-  d.loss = res.loss.item<double>();
-  d.groups = rows.num_groups;
-  d.rollouts = n;
-  d.tokens = static_cast<int64_t>(mask.sum().item<double>());
+  // Plain local sums, written into the message once at the end.
+  int64_t positive = 0, negative = 0, correct = 0;
+  double reward_sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const double a = rows.advantages[i];
-    if (a > 0) ++d.positive_rollouts;
-    if (a < 0) ++d.negative_rollouts;
-    d.reward_sum += rows.rollouts[i]->reward;
-    if (rows.rollouts[i]->reward >= kCorrectRewardThreshold) ++d.correct_rollouts;
+    if (a > 0) ++positive;
+    if (a < 0) ++negative;
+    reward_sum += rows.rollouts[i]->reward;
+    if (rows.rollouts[i]->reward >= kCorrectRewardThreshold) ++correct;
   }
-  d.clipped_tokens = static_cast<int64_t>(std::llround(res.clipped.sum().item<double>()));
+  UpdateDiagnostics d;
+  d.set_loss_sum(res.loss.item<double>());
+  d.set_groups(rows.num_groups);
+  d.set_rollouts(n);
+  d.set_tokens(static_cast<int64_t>(mask.sum().item<double>()));
+  d.set_positive_rows(positive);
+  d.set_negative_rows(negative);
+  d.set_reward_sum(reward_sum);
+  d.set_correct_rollouts(correct);
+  d.set_clipped_tokens(static_cast<int64_t>(std::llround(res.clipped.sum().item<double>())));
   torch::Tensor ratio = res.ratio * mask;
-  d.ratio_sum = ratio.sum().item<double>();
-  d.ratio_max = n > 0 && t > 0 ? ratio.max().item<double>() : 0.0;
-  if (out.entropy.defined()) d.entropy_sum = out.entropy.sum().item<double>();
+  d.set_ratio_sum(ratio.sum().item<double>());
+  d.set_ratio_max(n > 0 && t > 0 ? ratio.max().item<double>() : 0.0);
+  if (out.entropy.defined()) d.set_entropy_sum(out.entropy.sum().item<double>());
   // k3 estimate of KL(behav || recomputed) on samples from behav:
   // rho = pi_rec / pi_behav, k3 = rho - 1 - log rho >= 0.
   std::vector<double> has_behaviour_row(has_behaviour.begin(), has_behaviour.end());
   torch::Tensor behav_mask =
       mask * torch::tensor(has_behaviour_row, torch::kFloat64).to(dtype).unsqueeze(1);
   torch::Tensor log_rho = (recomputed - lp_behav) * behav_mask;
-  d.kl_behaviour_sum = ((log_rho.exp() - 1.0 - log_rho) * behav_mask).sum().item<double>();
-  d.kl_behaviour_tokens = static_cast<int64_t>(behav_mask.sum().item<double>());
-  if (res.kl_ref.defined()) d.kl_reference_sum = res.kl_ref.sum().item<double>();
-  d.orthogonality_abs = res.orthogonality_abs;
-  d.orthogonality_scale = res.orthogonality_scale;
-  d.groups_dropped_trust_region = res.groups_dropped_trust_region;
+  d.set_kl_behaviour_sum(((log_rho.exp() - 1.0 - log_rho) * behav_mask).sum().item<double>());
+  d.set_kl_behaviour_tokens(static_cast<int64_t>(behav_mask.sum().item<double>()));
+  if (res.kl_ref.defined()) d.set_kl_reference_sum(res.kl_ref.sum().item<double>());
+  d.set_orthogonality_abs(res.orthogonality_abs);
+  d.set_orthogonality_scale(res.orthogonality_scale);
+  d.set_groups_dropped_trust_region(res.groups_dropped_trust_region);
   CancellationSums cancel =
       SharedPrefixCancellation(coeff, in.group_ids, rows.num_groups, rows.shared_len);
-  d.cancellation_net = cancel.net;
-  d.cancellation_abs = cancel.abs;
-  d.shared_cells = cancel.cells;
+  d.set_cancellation_net(cancel.net);
+  d.set_cancellation_abs(cancel.abs);
+  d.set_shared_cells(cancel.cells);
   return d;
 }
-
-double Ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
 
 }  // namespace
-
-void StepDiagnostics::Merge(const StepDiagnostics& o) {
-  loss += o.loss;
-  groups += o.groups;
-  rollouts += o.rollouts;
-  tokens += o.tokens;
-  positive_rollouts += o.positive_rollouts;
-  negative_rollouts += o.negative_rollouts;
-  reward_sum += o.reward_sum;
-  correct_rollouts += o.correct_rollouts;
-  clipped_tokens += o.clipped_tokens;
-  ratio_sum += o.ratio_sum;
-  ratio_max = std::max(ratio_max, o.ratio_max);
-  entropy_sum += o.entropy_sum;
-  kl_behaviour_sum += o.kl_behaviour_sum;
-  kl_behaviour_tokens += o.kl_behaviour_tokens;
-  kl_reference_sum += o.kl_reference_sum;
-  orthogonality_abs += o.orthogonality_abs;
-  orthogonality_scale += o.orthogonality_scale;
-  cancellation_net += o.cancellation_net;
-  cancellation_abs += o.cancellation_abs;
-  shared_cells += o.shared_cells;
-  groups_dropped_trust_region += o.groups_dropped_trust_region;
-}
-
-void StepDiagnostics::Finalize() {
-  const double tok = static_cast<double>(tokens);
-  clip_fraction = Ratio(static_cast<double>(clipped_tokens), tok);
-  ratio_mean = Ratio(ratio_sum, tok);
-  entropy = Ratio(entropy_sum, tok);
-  kl_behaviour_recomputed = Ratio(kl_behaviour_sum, static_cast<double>(kl_behaviour_tokens));
-  kl_reference = Ratio(kl_reference_sum, tok);
-  orthogonality_residual = Ratio(orthogonality_abs, orthogonality_scale);
-  cancellation_residual = Ratio(cancellation_net, cancellation_abs);
-  reward_mean = Ratio(reward_sum, static_cast<double>(rollouts));
-  accuracy = Ratio(static_cast<double>(correct_rollouts), static_cast<double>(rollouts));
-}
-
-std::vector<double> StepDiagnostics::Pack() const {
-  auto f = [](int64_t v) { return static_cast<double>(v); };
-  return {loss,
-          f(groups),
-          f(rollouts),
-          f(tokens),
-          f(positive_rollouts),
-          f(negative_rollouts),
-          reward_sum,
-          f(correct_rollouts),
-          f(clipped_tokens),
-          ratio_sum,
-          ratio_max,
-          entropy_sum,
-          kl_behaviour_sum,
-          f(kl_behaviour_tokens),
-          kl_reference_sum,
-          orthogonality_abs,
-          orthogonality_scale,
-          cancellation_net,
-          cancellation_abs,
-          f(shared_cells),
-          f(groups_dropped_trust_region)};
-}
-
-absl::StatusOr<StepDiagnostics> StepDiagnostics::Unpack(const std::vector<double>& p) {
-  if (p.size() != 21) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("packed diagnostics have ", p.size(), " values, want 21"));
-  }
-  auto i = [](double v) { return static_cast<int64_t>(std::llround(v)); };
-  StepDiagnostics d;
-  d.loss = p[0];
-  d.groups = i(p[1]);
-  d.rollouts = i(p[2]);
-  d.tokens = i(p[3]);
-  d.positive_rollouts = i(p[4]);
-  d.negative_rollouts = i(p[5]);
-  d.reward_sum = p[6];
-  d.correct_rollouts = i(p[7]);
-  d.clipped_tokens = i(p[8]);
-  d.ratio_sum = p[9];
-  d.ratio_max = p[10];
-  d.entropy_sum = p[11];
-  d.kl_behaviour_sum = p[12];
-  d.kl_behaviour_tokens = i(p[13]);
-  d.kl_reference_sum = p[14];
-  d.orthogonality_abs = p[15];
-  d.orthogonality_scale = p[16];
-  d.cancellation_net = p[17];
-  d.cancellation_abs = p[18];
-  d.shared_cells = i(p[19]);
-  d.groups_dropped_trust_region = i(p[20]);
-  return d;
-}
 
 absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
                                                const std::vector<Group>& groups,
@@ -360,7 +272,7 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
   return old;
 }
 
-absl::StatusOr<StepDiagnostics> AccumulateStepGradients(
+absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
     policy::Transformer& model, const std::vector<Group>& groups,
     const std::vector<SelectedGroup>& shard, double normalizer, const LossConfig& loss,
     const BatchingConfig& batching, const OldLogProbs* old, policy::Transformer* reference) {
@@ -373,19 +285,36 @@ absl::StatusOr<StepDiagnostics> AccumulateStepGradients(
   }
   absl::StatusOr<std::unique_ptr<Estimator>> estimator = MakeEstimator(loss);
   if (!estimator.ok()) return estimator.status();
-  StepDiagnostics total;
+  UpdateDiagnostics total;
   try {
     for (auto [begin, end] : MicroBatches(shard, std::max(1, batching.micro_batch_rollouts))) {
       Rows rows = Flatten(groups, shard, begin, end);
-      absl::StatusOr<StepDiagnostics> d =
+      absl::StatusOr<UpdateDiagnostics> d =
           RunMicroBatch(model, rows, normalizer, loss, **estimator, old, reference);
       if (!d.ok()) return d.status();
-      total.Merge(*d);
+      MergeDiagnostics(*d, &total);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("step gradient accumulation failed: ", e.what()));
   }
   return total;
+}
+
+void FinishUpdateDiagnostics(const BatchStats& stats, int64_t optimizer_steps, double grad_norm_sum,
+                             double lr, UpdateDiagnostics* d) {
+  d->set_reward_mean(stats.reward_mean);
+  d->set_accuracy(stats.accuracy);
+  d->set_zero_variance_fraction(stats.zero_variance_fraction);
+  d->set_kept_positive_rollouts(stats.positive_rollouts);
+  d->set_kept_negative_rollouts(stats.negative_rollouts);
+  d->set_groups_in(stats.groups_in);
+  d->set_groups_used(stats.groups_used);
+  d->set_groups_dropped_zero_variance(stats.groups_dropped_zero_variance);
+  d->set_groups_dropped_balance(stats.groups_dropped_balance);
+  d->set_optimizer_steps(optimizer_steps);
+  d->set_grad_norm_sum(grad_norm_sum);
+  d->set_lr(lr);
+  FinalizeDiagnostics(d);
 }
 
 }  // namespace rlvr::learner

@@ -20,6 +20,7 @@
 #include "common/run_config.h"
 #include "learner/core/batcher.h"
 #include "learner/core/group.h"
+#include "learner/diagnostics/update_diagnostics.h"
 
 namespace rlvr::learner {
 
@@ -38,54 +39,6 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
                                                const std::vector<SelectedGroup>& selection,
                                                int micro_batch_rollouts);
 
-// Per-step diagnostics. The raw fields are sums and counts, so the
-// diagnostics of micro-batches and of ranks combine with Merge(); Finalize()
-// then fills the derived means. Definitions: docs/algorithms.md.
-struct StepDiagnostics {
-  // Raw sums and counts.
-  double loss = 0.0;                 // Sum of micro-batch losses (= the step's loss).
-  int64_t groups = 0;                // SelectedGroups trained on.
-  int64_t rollouts = 0;              // Rows trained on.
-  int64_t tokens = 0;                // Completion tokens trained on.
-  int64_t positive_rollouts = 0;     // Rows with advantage > 0.
-  int64_t negative_rollouts = 0;     // Rows with advantage < 0.
-  double reward_sum = 0.0;           // Sum of rewards of the rows.
-  int64_t correct_rollouts = 0;      // Rows with reward >= kCorrectRewardThreshold.
-  int64_t clipped_tokens = 0;        // Tokens whose coefficient came from a clipped value.
-  double ratio_sum = 0.0;            // Sum over tokens of exp(lp_new - lp_old).
-  double ratio_max = 0.0;            // Max over tokens (merged with max).
-  double entropy_sum = 0.0;          // Sum over tokens of the policy entropy.
-  double kl_behaviour_sum = 0.0;     // Sum over tokens of k3(behav || recomputed).
-  int64_t kl_behaviour_tokens = 0;   // Tokens with behaviour log-probs.
-  double kl_reference_sum = 0.0;     // Sum over tokens of k3 KL to the reference (kl_coef > 0).
-  double orthogonality_abs = 0.0;    // dfpo: sum_g |sum_i w~_i A_i|.
-  double orthogonality_scale = 0.0;  // dfpo: sum_g sum_i |w~_i A_i|.
-  double cancellation_net = 0.0;     // sum over shared cells |sum_i coeff_i|.
-  double cancellation_abs = 0.0;     // sum over shared cells sum_i |coeff_i|.
-  int64_t shared_cells = 0;          // Shared (group, position) cells.
-  int64_t groups_dropped_trust_region = 0;  // dfpo guard.
-
-  // Derived by Finalize().
-  double clip_fraction = 0.0;            // clipped_tokens / tokens.
-  double ratio_mean = 0.0;               // ratio_sum / tokens.
-  double entropy = 0.0;                  // entropy_sum / tokens.
-  double kl_behaviour_recomputed = 0.0;  // kl_behaviour_sum / kl_behaviour_tokens.
-  double kl_reference = 0.0;             // kl_reference_sum / tokens.
-  double orthogonality_residual = 0.0;   // orthogonality_abs / orthogonality_scale.
-  double cancellation_residual = 0.0;    // cancellation_net / cancellation_abs.
-  double reward_mean = 0.0;              // reward_sum / rollouts.
-  double accuracy = 0.0;                 // correct_rollouts / rollouts.
-
-  // Adds `other`'s raw fields (ratio_max: max). Derived fields are not merged.
-  void Merge(const StepDiagnostics& other);
-  // Fills the derived fields from the raw ones (0 where a denominator is 0).
-  void Finalize();
-  // Raw fields as doubles, for transport between ranks (e.g. an all-gather),
-  // and back. Unpack fails on a vector of the wrong size.
-  std::vector<double> Pack() const;
-  static absl::StatusOr<StepDiagnostics> Unpack(const std::vector<double>& packed);
-};
-
 // Accumulates into the parameters' .grad the gradient of the estimator's loss
 // over `shard` (whole SelectedGroups of one optimizer step), with the step's
 // normaliser `normalizer`. Runs micro-batches of whole groups with at most
@@ -97,12 +50,22 @@ struct StepDiagnostics {
 // lp_old: loss.old_logprobs = behaviour -> the rollouts' behaviour log-probs;
 // recompute -> `old` if non-null, else the current log-probs detached (right
 // for the first optimizer step of an update). `reference` (nullable) is used
-// only when loss.kl_coef > 0 (then it is required). Diagnostics are this
-// shard's raw sums, not finalized. An empty shard returns zero diagnostics.
-absl::StatusOr<StepDiagnostics> AccumulateStepGradients(
+// only when loss.kl_coef > 0 (then it is required). Returns this shard's raw
+// diagnostics (the DIAGNOSTIC_REDUCE_SUM/_MAX fields of UpdateDiagnostics,
+// learner/diagnostics/update_diagnostics.h), not finalized. An empty shard
+// returns zero diagnostics.
+absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
     policy::Transformer& model, const std::vector<Group>& groups,
     const std::vector<SelectedGroup>& shard, double normalizer, const LossConfig& loss,
     const BatchingConfig& batching, const OldLogProbs* old, policy::Transformer* reference);
+
+// Completes an update's diagnostics once its raw fields are merged over the
+// optimizer steps and the ranks: sets the once-per-update fields (the plan's
+// statistics, the number of optimizer steps, the sum of their pre-clip
+// gradient norms and the last step's LR), then the derived means
+// (FinalizeDiagnostics). The trainer and the offline loop both end here.
+void FinishUpdateDiagnostics(const BatchStats& stats, int64_t optimizer_steps, double grad_norm_sum,
+                             double lr, UpdateDiagnostics* diagnostics);
 
 }  // namespace rlvr::learner
 

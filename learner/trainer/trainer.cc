@@ -12,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/lr_schedule.h"
-#include "common/metrics.h"
 #include "common/policy/factory.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
@@ -21,13 +20,10 @@
 #include "common/tokenizer.h"
 #include "learner/core/batcher.h"
 #include "learner/core/step.h"
+#include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"
 #include "learner/trainer/communicator.h"
 #include "learner/trainer/update_codec.h"
-#include "prometheus/counter.h"
-#include "prometheus/gauge.h"
-#include "prometheus/histogram.h"
-#include "prometheus/registry.h"
 
 namespace rlvr::learner {
 namespace {
@@ -55,65 +51,6 @@ absl::Status Guarded(const char* what, Fn&& fn) {
   }
 }
 
-// Trainer-side metrics (rank 0 only). Names: the project's metric contract.
-struct TrainerMetrics {
-  explicit TrainerMetrics(prometheus::Registry& r) {
-    auto gauge = [&r](const std::string& name, const std::string& help) -> prometheus::Gauge& {
-      return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-    };
-    step = &gauge("rlvr_learner_step", "Learner updates done.");
-    version = &gauge("rlvr_learner_policy_version", "Current policy version.");
-    reward_mean = &gauge("rlvr_learner_reward_mean", "Mean reward of the last update's rollouts.");
-    accuracy = &gauge("rlvr_learner_accuracy", "Fraction of correct rollouts, last update.");
-    entropy = &gauge("rlvr_learner_entropy", "Mean token entropy, last update.");
-    clip_fraction = &gauge("rlvr_learner_clip_fraction", "Clipped fraction, last update.");
-    ratio_mean = &gauge("rlvr_learner_ratio_mean", "Mean importance ratio, last update.");
-    ratio_max = &gauge("rlvr_learner_ratio_max", "Max importance ratio, last update.");
-    grad_norm = &gauge("rlvr_learner_grad_norm", "Pre-clip global grad norm, last update.");
-    kl = &gauge("rlvr_learner_kl_behaviour_recomputed",
-                "KL(behaviour || recomputed old policy), last update.");
-    cancellation = &gauge("rlvr_learner_cancellation_residual",
-                          "Shared-prefix cancellation residual, last update.");
-    orthogonality =
-        &gauge("rlvr_learner_orthogonality_residual", "DFPO orthogonality residual, last update.");
-    zero_variance = &gauge("rlvr_learner_zero_variance_fraction",
-                           "Fraction of all-equal-reward groups, last update.");
-    positive = &gauge("rlvr_learner_positive_rollouts", "Kept positive rollouts, last update.");
-    negative = &gauge("rlvr_learner_negative_rollouts", "Kept negative rollouts, last update.");
-    world_size = &gauge("rlvr_learner_world_size", "Data-parallel learner ranks.");
-    last_step_timestamp = &gauge("rlvr_learner_last_step_timestamp_seconds",
-                                 "Unix time of the last finished update.");
-    step_seconds = &prometheus::BuildHistogram()
-                        .Name("rlvr_learner_step_seconds")
-                        .Help("Wall time of one learner update.")
-                        .Register(r)
-                        .Add({}, prometheus::Histogram::BucketBoundaries(SecondsBuckets()));
-    checkpoint_seconds = &prometheus::BuildHistogram()
-                              .Name("rlvr_learner_checkpoint_seconds")
-                              .Help("Wall time of writing one checkpoint.")
-                              .Register(r)
-                              .Add({}, prometheus::Histogram::BucketBoundaries(SecondsBuckets()));
-    tokens = &prometheus::BuildCounter()
-                  .Name("rlvr_learner_tokens_trained_total")
-                  .Help("Completion tokens trained on (every optimizer step).")
-                  .Register(r)
-                  .Add({});
-    auto& dropped = prometheus::BuildCounter()
-                        .Name("rlvr_learner_groups_dropped_total")
-                        .Help("Groups dropped before training, by reason.")
-                        .Register(r);
-    dropped_zero_variance = &dropped.Add({{"reason", "zero_variance"}});
-    dropped_balance = &dropped.Add({{"reason", "balance"}});
-    dropped_trust_region = &dropped.Add({{"reason", "trust_region"}});
-  }
-
-  prometheus::Gauge *step, *version, *reward_mean, *accuracy, *entropy, *clip_fraction, *ratio_mean,
-      *ratio_max, *grad_norm, *kl, *cancellation, *orthogonality, *zero_variance, *positive,
-      *negative, *world_size, *last_step_timestamp;
-  prometheus::Histogram *step_seconds, *checkpoint_seconds;
-  prometheus::Counter *tokens, *dropped_zero_variance, *dropped_balance, *dropped_trust_region;
-};
-
 }  // namespace
 
 TrainerOptions TrainerOptions::FromRunConfig(const RunConfig& config) {
@@ -130,9 +67,10 @@ TrainerOptions TrainerOptions::FromRunConfig(const RunConfig& config) {
 
 class Trainer::Impl {
  public:
-  explicit Impl(const TrainerOptions& options) : options_(options) {}
+  Impl(const TrainerOptions& options, UpdateMetrics* metrics)
+      : options_(options), metrics_(options.rank == 0 ? metrics : nullptr) {}
 
-  absl::Status Init(std::shared_ptr<prometheus::Registry> registry) {
+  absl::Status Init() {
     const auto timeout = absl::Seconds(options_.learner.collective_timeout_s);
     torch::set_num_threads(std::max(1, options_.learner.threads));
     int vocab = options_.vocab_size;
@@ -184,11 +122,9 @@ class Trainer::Impl {
     comm.timeout = timeout;
     ASSIGN_OR_RETURN(comm_, MakeCommunicator(comm));
     sync_pending_ = options_.world_size > 1;
-    if (registry != nullptr && options_.rank == 0) {
-      metrics_ = std::make_unique<TrainerMetrics>(*registry);
-      metrics_->world_size->Set(options_.world_size);
-      metrics_->step->Set(0);
-      metrics_->version->Set(0);
+    if (metrics_ != nullptr) {
+      metrics_->SetWorldSize(options_.world_size);
+      metrics_->SetStep(0);
     }
     return absl::OkStatus();
   }
@@ -211,7 +147,9 @@ class Trainer::Impl {
     }
     result->step_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (metrics_ && result->trained) Publish(*result);
+    if (metrics_ != nullptr && result->trained) {
+      metrics_->RecordUpdate(result->step, result->diagnostics, result->step_seconds);
+    }
     return result;
   }
 
@@ -235,7 +173,7 @@ class Trainer::Impl {
     RETURN_IF_ERROR(checkpointer_->Save(data));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (metrics_) metrics_->checkpoint_seconds->Observe(seconds);
+    if (metrics_ != nullptr) metrics_->ObserveCheckpointSeconds(seconds);
     LOG(INFO) << "trainer: checkpoint step " << step_ << " version " << version_ << " written to "
               << checkpointer_->PathFor(step_) << " in " << seconds << " s";
     return absl::OkStatus();
@@ -261,10 +199,7 @@ class Trainer::Impl {
     RETURN_IF_ERROR(LoadRng(data->parts[kPartRng]));
     SetCounters(counters);
     sync_pending_ = options_.world_size > 1;
-    if (metrics_) {
-      metrics_->step->Set(static_cast<double>(step_));
-      metrics_->version->Set(static_cast<double>(version_));
-    }
+    if (metrics_ != nullptr) metrics_->SetStep(step_);
     LOG(INFO) << "trainer: resumed from " << checkpointer_->PathFor(data->step) << " (step "
               << step_ << ", version " << version_ << ")";
     return std::move(data->parts[kPartIngest]);
@@ -451,17 +386,17 @@ class Trainer::Impl {
                                           options_.batching.micro_batch_rollouts));
     }
     std::vector<torch::Tensor> params = model_->parameters();
-    StepDiagnostics local;
+    UpdateDiagnostics local;
     double grad_norm_sum = 0.0;
     double lr = LearningRate(optimizer_steps_);
     for (const OptimizerStep& step : steps) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
       ASSIGN_OR_RETURN(
-          StepDiagnostics d,
+          UpdateDiagnostics d,
           AccumulateStepGradients(model_, m.groups, ShardStep(step, rank, world), step.normalizer,
                                   options_.loss, options_.batching, precompute ? &old : nullptr,
                                   reference_.is_empty() ? nullptr : &reference_));
-      local.Merge(d);
+      MergeDiagnostics(d, &local);
       double norm = 0.0;
       RETURN_IF_ERROR(Guarded("optimizer step", [&]() -> absl::Status {
         ASSIGN_OR_RETURN(norm, ReduceAndClip(params));
@@ -482,100 +417,41 @@ class Trainer::Impl {
     }
     for (auto& p : params) p.mutable_grad() = torch::Tensor();
 
-    // Merge the raw diagnostic sums over ranks (ratio_max by max).
-    StepDiagnostics merged = local;
+    // Merge the raw diagnostics over ranks (sums, and maxima by max).
+    UpdateDiagnostics merged = local;
     if (world > 1) {
-      std::vector<double> packed = local.Pack();
-      torch::Tensor sums = torch::tensor(packed, torch::kFloat64);
-      torch::Tensor max = torch::tensor({local.ratio_max}, torch::kFloat64);
+      PackedDiagnostics packed = PackDiagnostics(local);
+      torch::Tensor sums = torch::tensor(packed.sum, torch::kFloat64);
+      torch::Tensor maxima = torch::tensor(packed.max, torch::kFloat64);
       RETURN_IF_ERROR(comm_->AllReduce({sums}, ReduceOp::kSum, comm_->default_timeout()));
-      RETURN_IF_ERROR(comm_->AllReduce({max}, ReduceOp::kMax, comm_->default_timeout()));
-      std::vector<double> summed(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
-      ASSIGN_OR_RETURN(merged, StepDiagnostics::Unpack(summed));
-      merged.ratio_max = max.item<double>();
+      RETURN_IF_ERROR(comm_->AllReduce({maxima}, ReduceOp::kMax, comm_->default_timeout()));
+      packed.sum.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+      packed.max.assign(maxima.data_ptr<double>(), maxima.data_ptr<double>() + maxima.numel());
+      ASSIGN_OR_RETURN(merged, UnpackDiagnostics(packed));
     }
-    merged.Finalize();
+    FinishUpdateDiagnostics(m.plan.stats, static_cast<int64_t>(steps.size()), grad_norm_sum, lr,
+                            &merged);
 
     ++step_;
     ++version_;
     result.step = step_;
     result.version = version_;
     result.trained = true;
-    UpdateDiagnostics& out = result.diagnostics;
-    const BatchStats& stats = m.plan.stats;
-    const double n_steps = static_cast<double>(std::max<size_t>(1, steps.size()));
-    out.loss = merged.loss / n_steps;
-    out.reward_mean = stats.reward_mean;
-    out.accuracy = stats.accuracy;
-    out.entropy = merged.entropy;
-    out.clip_fraction = merged.clip_fraction;
-    out.ratio_mean = merged.ratio_mean;
-    out.ratio_max = merged.ratio_max;
-    out.kl_behaviour_recomputed = merged.kl_behaviour_recomputed;
-    out.cancellation_residual = merged.cancellation_residual;
-    out.orthogonality_residual = merged.orthogonality_residual;
-    out.grad_norm = grad_norm_sum / n_steps;
-    out.lr = lr;
-    out.zero_variance_fraction = stats.zero_variance_fraction;
-    out.positive_rollouts = stats.positive_rollouts;
-    out.negative_rollouts = stats.negative_rollouts;
-    out.tokens = merged.tokens;
-    out.optimizer_steps = static_cast<int64_t>(steps.size());
-    out.groups_in = stats.groups_in;
-    out.groups_used = stats.groups_used;
-    out.groups_dropped_zero_variance = stats.groups_dropped_zero_variance;
-    out.groups_dropped_balance = stats.groups_dropped_balance;
-    out.groups_dropped_trust_region = merged.groups_dropped_trust_region;
+    result.diagnostics = std::move(merged);
     return result;
-  }
-
-  void Publish(const UpdateResult& r) {
-    // Gauges within +-1e30 (the learner's kDiagnosticLimit, learner_metrics.h,
-    // which also flags and counts the clamping): an extreme valid behaviour
-    // log-prob makes the KL and the ratio +Inf.
-    UpdateDiagnostics d = r.diagnostics;
-    for (double* v :
-         {&d.reward_mean, &d.accuracy, &d.entropy, &d.clip_fraction, &d.ratio_mean, &d.ratio_max,
-          &d.grad_norm, &d.kl_behaviour_recomputed, &d.cancellation_residual,
-          &d.orthogonality_residual, &d.zero_variance_fraction}) {
-      *v = std::isnan(*v) ? 1e30 : std::clamp(*v, -1e30, 1e30);
-    }
-    TrainerMetrics& m = *metrics_;
-    m.step->Set(static_cast<double>(r.step));
-    m.version->Set(static_cast<double>(r.version));
-    m.reward_mean->Set(d.reward_mean);
-    m.accuracy->Set(d.accuracy);
-    m.entropy->Set(d.entropy);
-    m.clip_fraction->Set(d.clip_fraction);
-    m.ratio_mean->Set(d.ratio_mean);
-    m.ratio_max->Set(d.ratio_max);
-    m.grad_norm->Set(d.grad_norm);
-    m.kl->Set(d.kl_behaviour_recomputed);
-    m.cancellation->Set(d.cancellation_residual);
-    m.orthogonality->Set(d.orthogonality_residual);
-    m.zero_variance->Set(d.zero_variance_fraction);
-    m.positive->Set(static_cast<double>(d.positive_rollouts));
-    m.negative->Set(static_cast<double>(d.negative_rollouts));
-    m.step_seconds->Observe(r.step_seconds);
-    m.tokens->Increment(static_cast<double>(d.tokens));
-    m.dropped_zero_variance->Increment(static_cast<double>(d.groups_dropped_zero_variance));
-    m.dropped_balance->Increment(static_cast<double>(d.groups_dropped_balance));
-    m.dropped_trust_region->Increment(static_cast<double>(d.groups_dropped_trust_region));
-    m.last_step_timestamp->Set(
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
 
   policy::Transformer reference_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<Checkpointer> checkpointer_;
-  std::unique_ptr<TrainerMetrics> metrics_;
+  UpdateMetrics* const metrics_;  // Null on ranks > 0 and without metrics.
   bool sync_pending_ = false;
   bool broken_ = false;
   uint64_t messages_ = 0;  // Update messages exchanged (names the announcements).
 };
 
-absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
-    const TrainerOptions& options, std::shared_ptr<prometheus::Registry> registry) {
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options,
+                                                         UpdateMetrics* metrics) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("trainer: rank ", options.rank,
                                                    " outside world of size ", options.world_size));
@@ -583,8 +459,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   if (options.learner.collective_timeout_s <= 0) {
     return absl::InvalidArgumentError("trainer: learner.collective_timeout_s must be positive");
   }
-  auto impl = std::make_unique<Impl>(options);
-  RETURN_IF_ERROR(Guarded("trainer init", [&] { return impl->Init(std::move(registry)); }));
+  auto impl = std::make_unique<Impl>(options, metrics);
+  RETURN_IF_ERROR(Guarded("trainer init", [&] { return impl->Init(); }));
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 

@@ -59,10 +59,7 @@
 #include "absl/time/time.h"
 #include "common/run_config.h"
 #include "learner/core/group.h"
-
-namespace prometheus {
-class Registry;
-}  // namespace prometheus
+#include "learner/diagnostics/update_diagnostics.h"
 
 namespace rlvr::policy {
 class Transformer;
@@ -71,6 +68,7 @@ class Transformer;
 namespace rlvr::learner {
 
 class Communicator;
+class UpdateMetrics;
 
 struct TrainerOptions {
   ModelConfig model;        // Policy shape (must match base weights).
@@ -99,35 +97,11 @@ struct TrainerOptions {
   static TrainerOptions FromRunConfig(const RunConfig& config);
 };
 
-// One update's figures, merged over ranks (identical on every rank).
-struct UpdateDiagnostics {
-  double loss = 0.0;                     // Mean over the update's optimizer steps.
-  double reward_mean = 0.0;              // Over the update's input rollouts.
-  double accuracy = 0.0;                 // Input rollouts with reward >= 0.5.
-  double entropy = 0.0;                  // Mean token entropy of the trained tokens.
-  double clip_fraction = 0.0;            // Fraction of trained tokens/rollouts clipped.
-  double ratio_mean = 0.0;               // Mean importance ratio.
-  double ratio_max = 0.0;                // Max importance ratio.
-  double kl_behaviour_recomputed = 0.0;  // KL(behaviour || recomputed old policy).
-  double cancellation_residual = 0.0;    // Shared-prefix net/abs coefficient ratio.
-  double orthogonality_residual = 0.0;   // |sum_i w_i A_i| (max over groups).
-  double grad_norm = 0.0;                // Pre-clip global norm, mean over steps.
-  double lr = 0.0;                       // LR of the last optimizer step.
-  double zero_variance_fraction = 0.0;   // Input groups with all-equal rewards.
-  int64_t positive_rollouts = 0;         // Kept rollouts with advantage > 0.
-  int64_t negative_rollouts = 0;         // Kept rollouts with advantage < 0.
-  int64_t tokens = 0;                    // Completion tokens trained (all steps, all ranks).
-  int64_t optimizer_steps = 0;           // Optimizer steps in this update.
-  int64_t groups_in = 0;                 // Input groups.
-  int64_t groups_used = 0;               // Groups that reached the steps.
-  int64_t groups_dropped_zero_variance = 0;
-  int64_t groups_dropped_balance = 0;
-  int64_t groups_dropped_trust_region = 0;
-};
-
 struct UpdateResult {
   uint64_t step = 0;     // Updates done after this one.
   uint64_t version = 0;  // Policy version after this one.
+  // The update's diagnostics, merged over ranks and finalized (identical on
+  // every rank): proto/rlvr/v1/diagnostics.proto.
   UpdateDiagnostics diagnostics;
   double step_seconds = 0.0;  // Wall time of RunUpdate on this rank.
   bool stop = false;          // Rank 0's stop_after: the job is ending.
@@ -138,10 +112,11 @@ class Trainer {
  public:
   // Builds the model (loading base_weights_path on rank 0), the optional KL
   // reference, AdamW and the communicator (rendezvous with the other ranks,
-  // bounded by learner.collective_timeout_s). `registry` may be null; only
-  // rank 0 registers metrics.
-  static absl::StatusOr<std::unique_ptr<Trainer>> Create(
-      const TrainerOptions& options, std::shared_ptr<prometheus::Registry> registry);
+  // bounded by learner.collective_timeout_s). `metrics` may be null; rank 0
+  // records every update, the step, the world size and checkpoint times in
+  // it (it registers nothing itself). `metrics` must outlive the Trainer.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options,
+                                                         UpdateMetrics* metrics);
   ~Trainer();
 
   // One update (see the header comment). Rank 0 passes the groups (already

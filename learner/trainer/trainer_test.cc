@@ -18,6 +18,7 @@
 #include "common/policy/hf_config.h"
 #include "common/policy/model.h"
 #include "common/tokenizer.h"
+#include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"
 #include "learner/trainer/trainer_testing.h"
 #include "prometheus/registry.h"
@@ -94,9 +95,8 @@ std::string FreshDir(const std::string& name) {
   return dir.string();
 }
 
-std::unique_ptr<Trainer> MakeTrainer(const TrainerOptions& o,
-                                     std::shared_ptr<prometheus::Registry> registry = nullptr) {
-  auto t = Trainer::Create(o, std::move(registry));
+std::unique_ptr<Trainer> MakeTrainer(const TrainerOptions& o, UpdateMetrics* metrics = nullptr) {
+  auto t = Trainer::Create(o, metrics);
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? *std::move(t) : nullptr;
 }
@@ -182,8 +182,8 @@ TEST(Trainer, HuggingFaceModelTrainsWithEveryEstimator) {
     EXPECT_EQ(RelativeDiff(start, FlatParams(trainer->model())), 0.0);
     auto r = trainer->RunUpdate(MakeGroups(6, 31), false);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_TRUE(std::isfinite(r->diagnostics.loss));
-    EXPECT_GT(r->diagnostics.groups_used, 0);
+    EXPECT_TRUE(std::isfinite(r->diagnostics.loss()));
+    EXPECT_GT(r->diagnostics.groups_used(), 0);
     EXPECT_GT(RelativeDiff(start, FlatParams(trainer->model())), 1e-6);
   }
 }
@@ -211,11 +211,11 @@ TEST(Trainer, TwoGlooRanksMatchOneRank) {
   // Diagnostics are global: the same on every rank.
   const UpdateDiagnostics& d0 = ranks[0].last.diagnostics;
   const UpdateDiagnostics& d1 = ranks[1].last.diagnostics;
-  EXPECT_EQ(d0.tokens, d1.tokens);
-  EXPECT_EQ(d0.positive_rollouts, d1.positive_rollouts);
-  EXPECT_NEAR(d0.grad_norm, d1.grad_norm, 1e-9);
-  EXPECT_NEAR(d0.entropy, d1.entropy, 1e-9);
-  EXPECT_GT(d0.tokens, 0);
+  EXPECT_EQ(d0.tokens(), d1.tokens());
+  EXPECT_EQ(d0.kept_positive_rollouts(), d1.kept_positive_rollouts());
+  EXPECT_NEAR(d0.grad_norm(), d1.grad_norm(), 1e-9);
+  EXPECT_NEAR(d0.entropy(), d1.entropy(), 1e-9);
+  EXPECT_GT(d0.tokens(), 0);
 }
 
 // With a KL term the frozen reference must be identical on every rank too
@@ -245,10 +245,11 @@ TEST(Trainer, CheckpointResumeMatchesUninterruptedRun) {
 
   o.checkpoint_dir = FreshDir("resume");
   auto registry = std::make_shared<prometheus::Registry>();
+  UpdateMetrics metrics(*registry);
   torch::Tensor saved;
   double saved_lr = 0;
   {
-    auto first = MakeTrainer(o, registry);
+    auto first = MakeTrainer(o, &metrics);
     auto fresh = first->Resume();
     ASSERT_TRUE(fresh.ok()) << fresh.status();
     EXPECT_EQ(*fresh, "");
@@ -474,6 +475,32 @@ TEST(Trainer, KilledRankProcessFailsPeer) {
   LOG(INFO) << "killed rank detected after " << seconds << " s: " << second.status();
 }
 
+// One owner per metric family: the trainer records into the UpdateMetrics it
+// is given (the learner's, in `rlvr learner`) and registers no family of its
+// own, in a registry that throws on a second registration of a name.
+TEST(Trainer, RecordsIntoGivenMetricsAndRegistersNothing) {
+  auto registry =
+      std::make_shared<prometheus::Registry>(prometheus::Registry::InsertBehavior::Throw);
+  UpdateMetrics metrics(*registry);
+  const size_t families = registry->Collect().size();
+  auto t = MakeTrainer(SmallOptions(), &metrics);
+  ASSERT_NE(t, nullptr);
+  auto r = t->RunUpdate(MakeGroups(6, 33), false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(registry->Collect().size(), families);
+  for (const auto& family : registry->Collect()) {
+    if (family.name == "rlvr_learner_step") {
+      EXPECT_EQ(family.metric.at(0).gauge.value, 1.0);
+    }
+    if (family.name == "rlvr_learner_tokens_trained_total") {
+      EXPECT_EQ(family.metric.at(0).counter.value, static_cast<double>(r->diagnostics.tokens()));
+    }
+    if (family.name == "rlvr_learner_entropy") {
+      EXPECT_EQ(family.metric.at(0).gauge.value, r->diagnostics.entropy());
+    }
+  }
+}
+
 TEST(Trainer, EmptyUpdateAndScheduleAndBadInput) {
   TrainerOptions o = SmallOptions();
   o.optim.warmup_steps = 2;
@@ -489,9 +516,9 @@ TEST(Trainer, EmptyUpdateAndScheduleAndBadInput) {
   EXPECT_EQ(empty->version, 0u);
   auto r = t->RunUpdate(MakeGroups(6, 30), false);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->diagnostics.optimizer_steps, 2);
-  EXPECT_EQ(r->diagnostics.groups_dropped_zero_variance, 1);
-  EXPECT_DOUBLE_EQ(r->diagnostics.lr, 1e-2);
+  EXPECT_EQ(r->diagnostics.optimizer_steps(), 2);
+  EXPECT_EQ(r->diagnostics.groups_dropped_zero_variance(), 1);
+  EXPECT_DOUBLE_EQ(r->diagnostics.lr(), 1e-2);
   EXPECT_NEAR(t->current_lr(), 1e-2 * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * 0.0))), 1e-12);
   ASSERT_TRUE(t->RunUpdate(MakeGroups(6, 31), false).ok());
   EXPECT_NEAR(t->current_lr(), 1e-3, 1e-12);  // Schedule exhausted: min LR.
