@@ -7,7 +7,7 @@ namespace rlvr::actor {
 std::vector<rlvr::v1::RolloutGroup> GroupPool::Take(size_t n) {
   std::vector<rlvr::v1::RolloutGroup> out(n);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (size_t i = 0; i < n && !groups_.empty(); ++i) {
       out[i].Swap(&groups_.back());  // Same arena (none): swaps pointers only.
       groups_.pop_back();
@@ -20,7 +20,7 @@ std::vector<rlvr::v1::RolloutGroup> GroupPool::Take(size_t n) {
 }
 
 void GroupPool::Give(rlvr::v1::ActorMessage&& sent) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto keep = [&](rlvr::v1::RolloutGroup* g) {
     if (groups_.size() >= max_groups_) return;
     groups_.emplace_back().Swap(g);
@@ -32,7 +32,7 @@ void GroupPool::Give(rlvr::v1::ActorMessage&& sent) {
 }
 
 size_t GroupPool::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return groups_.size();
 }
 

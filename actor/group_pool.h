@@ -12,9 +12,10 @@
 #define RLVR_ACTOR_GROUP_POOL_H_
 
 #include <cstddef>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::actor {
@@ -26,18 +27,18 @@ class GroupPool {
 
   // `n` empty groups: recycled ones (cleared, keeping their capacity)
   // first, then new ones.
-  std::vector<rlvr::v1::RolloutGroup> Take(size_t n);
+  std::vector<rlvr::v1::RolloutGroup> Take(size_t n) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Takes back the groups of a message that was sent (its group or
   // group_batch); other messages are left alone.
-  void Give(rlvr::v1::ActorMessage&& sent);
+  void Give(rlvr::v1::ActorMessage&& sent) ABSL_LOCKS_EXCLUDED(mu_);
 
-  size_t size() const;
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   const size_t max_groups_;
-  mutable std::mutex mu_;
-  std::vector<rlvr::v1::RolloutGroup> groups_;  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::vector<rlvr::v1::RolloutGroup> groups_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rlvr::actor

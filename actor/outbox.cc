@@ -5,18 +5,18 @@
 namespace rlvr::actor {
 
 bool Outbox::Push(rlvr::v1::ActorMessage msg) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_ || queue_.size() >= capacity_) return false;
-    queue_.push_back(std::move(msg));
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  if (closed_ || queue_.size() >= capacity_) return false;
+  queue_.push_back(std::move(msg));
   return true;
 }
 
+bool Outbox::ReadyLocked() const { return closed_ || !queue_.empty(); }
+
 bool Outbox::Pop(rlvr::v1::ActorMessage* msg) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+  absl::MutexLock lock(&mu_);
+  // Await re-checks the condition on every wake-up (no spurious returns).
+  mu_.Await(absl::Condition(this, &Outbox::ReadyLocked));
   if (queue_.empty() || (closed_ && !graceful_)) return false;
   *msg = std::move(queue_.front());
   queue_.pop_front();
@@ -24,21 +24,18 @@ bool Outbox::Pop(rlvr::v1::ActorMessage* msg) {
 }
 
 void Outbox::Close(bool graceful) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!closed_) {
-      graceful_ = graceful;
-    } else if (!graceful) {
-      graceful_ = false;
-    }
-    closed_ = true;
-    if (!graceful_) queue_.clear();
+  absl::MutexLock lock(&mu_);
+  if (!closed_) {
+    graceful_ = graceful;
+  } else if (!graceful) {
+    graceful_ = false;
   }
-  cv_.notify_all();
+  closed_ = true;
+  if (!graceful_) queue_.clear();
 }
 
 bool Outbox::graceful() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_ && graceful_;
 }
 

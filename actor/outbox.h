@@ -6,11 +6,11 @@
 #ifndef RLVR_ACTOR_OUTBOX_H_
 #define RLVR_ACTOR_OUTBOX_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::actor {
@@ -20,27 +20,29 @@ class Outbox {
   explicit Outbox(size_t capacity) : capacity_(capacity) {}
 
   // Queues `msg`; false if the outbox is closed or holds `capacity` messages.
-  bool Push(rlvr::v1::ActorMessage msg);
+  bool Push(rlvr::v1::ActorMessage msg) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until a message is available (true) or the outbox is closed
   // (false; after a graceful close, only once every queued message was popped).
-  bool Pop(rlvr::v1::ActorMessage* msg);
+  bool Pop(rlvr::v1::ActorMessage* msg) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Closes the outbox. graceful: queued messages are still delivered and the
   // writer then half-closes the stream (WritesDone); otherwise they are
   // discarded. A graceful close may be turned into an abort, not the reverse.
-  void Close(bool graceful);
+  void Close(bool graceful) ABSL_LOCKS_EXCLUDED(mu_);
 
   // True if closed gracefully (the writer should send WritesDone).
-  bool graceful() const;
+  bool graceful() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Pop's wake-up condition: a message to pop, or the end.
+  bool ReadyLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<rlvr::v1::ActorMessage> queue_;  // Guarded by mu_.
-  bool closed_ = false;                       // Guarded by mu_.
-  bool graceful_ = false;                     // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  std::deque<rlvr::v1::ActorMessage> queue_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool graceful_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace rlvr::actor

@@ -3,22 +3,19 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <exception>
 #include <map>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace rlvr::actor {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double SecondsSince(absl::Time t0) { return absl::ToDoubleSeconds(absl::Now() - t0); }
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -102,7 +99,7 @@ absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t 
                                            const Tokenizer& tokenizer, const Task& task,
                                            const std::vector<const rlvr::v1::WorkLease*>& leases,
                                            GroupPool* pool) {
-  const auto t_start = Clock::now();
+  const auto t_start = absl::Now();
   BatchResult result;
   if (pool != nullptr) {
     result.groups = pool->Take(leases.size());
@@ -130,7 +127,7 @@ absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t 
       }
     }
     std::vector<policy::Sample> samples;
-    const auto t_gen = Clock::now();
+    const auto t_gen = absl::Now();
     try {
       samples = policy::Generate(model, rows, seeds, options);
     } catch (const std::exception& e) {

@@ -11,12 +11,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "actor/actor_impl.h"
 #include "actor/weight_assembler.h"
 #include "actor/weight_stream.h"
@@ -68,8 +69,7 @@ void ActorImpl::WeightLoop() {
       absl::Status status = InstallBlob(event.blob, event.version);
       if (status.ok()) {
         metrics_.weight_sync_seconds.Observe(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - event.first_chunk)
-                .count());
+            absl::ToDoubleSeconds(absl::Now() - event.first_chunk));
         installed = true;
       } else {
         LOG(WARNING) << "discarding weight transfer of version " << event.version << ": " << status;

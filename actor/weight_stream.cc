@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 
 namespace rlvr::actor {
@@ -30,23 +31,21 @@ WeightStream::WeightStream(grpc::ChannelInterface* channel, grpc::ClientContext*
 
 WeightStream::~WeightStream() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (done_) return;
   }
   context_->TryCancel();
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!done_) {
-    if (paused_) {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &WeightStream::PausedOrDoneLocked));
+      if (done_) return;
       // A blob completed (before or during the cancel) and no read is in
       // flight: the hold is released by a read that fails.
       paused_ = false;
       has_blob_ = false;
-      lock.unlock();
-      StartRead(&wire_);
-      lock.lock();
-      continue;
     }
-    cv_.wait(lock);
+    StartRead(&wire_);
   }
 }
 
@@ -55,13 +54,13 @@ void WeightStream::OnReadDone(bool ok) {
     RemoveHold();  // The call is over; OnDone follows.
     return;
   }
-  if (!assembler_->in_progress()) first_chunk_ = std::chrono::steady_clock::now();
+  if (!assembler_->in_progress()) first_chunk_ = absl::Now();
   WeightChunkHeader header;
   absl::Status status = assembler_->AddWire(wire_, &header);
   wire_.Clear();
   if (!status.ok()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       transfer_error_ = std::move(status);
       bad_chunk_version_ = header.version;
     }
@@ -76,30 +75,28 @@ void WeightStream::OnReadDone(bool ok) {
   const uint64_t version = assembler_->version();
   absl::StatusOr<std::string> blob = assembler_->TakeBlob();  // Complete: cannot fail.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);  // Its release wakes the waiter.
     blob_ = std::move(*blob);
     blob_version_ = version;
     blob_first_chunk_ = first_chunk_;
     has_blob_ = true;
     paused_ = true;
-    cv_.notify_all();
   }
 }
 
 void WeightStream::OnDone(const grpc::Status& status) {
-  // Notified under the lock: once the consumer sees done_, this object is
-  // not touched again and may be destroyed.
-  std::lock_guard<std::mutex> lock(mu_);
+  // Set under the lock and not touched after its release: once the
+  // consumer sees done_, this object may be destroyed.
+  absl::MutexLock lock(&mu_);
   status_ = status;
   mid_transfer_ = assembler_->in_progress();
   done_ = true;
-  cv_.notify_all();
 }
 
 WeightStream::Event WeightStream::Next() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   CHECK(has_blob_ || !paused_) << "WeightStream::Next after a blob without Resume";
-  cv_.wait(lock, [&] { return has_blob_ || done_; });
+  mu_.Await(absl::Condition(this, &WeightStream::BlobOrDoneLocked));
   Event event;
   if (has_blob_) {
     has_blob_ = false;
@@ -120,7 +117,7 @@ WeightStream::Event WeightStream::Next() {
 
 void WeightStream::Resume(std::string buffer) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     CHECK(paused_ && !has_blob_) << "WeightStream::Resume without a blob taken by Next()";
     paused_ = false;
   }

@@ -28,13 +28,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/client_callback.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "actor/weight_assembler.h"
 #include "rlvr/v1/weights.pb.h"
 
@@ -49,7 +49,7 @@ class WeightStream final : public grpc::ClientReadReactor<grpc::ByteBuffer> {
     // when its first chunk arrived.
     std::string blob;
     uint64_t version = 0;
-    std::chrono::steady_clock::time_point first_chunk;
+    absl::Time first_chunk;
     // kEnd: why the stream ended. `transfer_error` is set when a chunk was
     // refused (the stream is then cancelled), with `chunk_version` the
     // version the bad chunk claimed; `mid_transfer` when it ended with a
@@ -73,13 +73,13 @@ class WeightStream final : public grpc::ClientReadReactor<grpc::ByteBuffer> {
 
   // Blocks until the next blob or the end of the call. After a kBlob call
   // Resume() before Next() (checked); after kEnd there are no more events.
-  Event Next();
+  Event Next() ABSL_LOCKS_EXCLUDED(mu_);
   // Gives back the buffer of the last blob (its contents no longer needed,
   // or an empty string) and reads on.
-  void Resume(std::string buffer);
+  void Resume(std::string buffer) ABSL_LOCKS_EXCLUDED(mu_);
 
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
+  void OnReadDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_);
+  void OnDone(const grpc::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   grpc::ClientContext* const context_;
@@ -87,23 +87,27 @@ class WeightStream final : public grpc::ClientReadReactor<grpc::ByteBuffer> {
   const rlvr::v1::WatchWeightsRequest request_;  // gRPC sends it from here.
   // Touched by gRPC threads only, one reaction at a time.
   grpc::ByteBuffer wire_;  // The read in flight.
-  std::chrono::steady_clock::time_point first_chunk_;
+  absl::Time first_chunk_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  // Guarded by mu_. A complete blob waiting for Next():
-  bool has_blob_ = false;
-  std::string blob_;
-  uint64_t blob_version_ = 0;
-  std::chrono::steady_clock::time_point blob_first_chunk_;
-  // Guarded by mu_. No read in flight until Resume():
-  bool paused_ = false;
-  // Guarded by mu_. The end of the call (done_: OnDone ran):
-  absl::Status transfer_error_;
-  uint64_t bad_chunk_version_ = 0;
-  bool mid_transfer_ = false;
-  grpc::Status status_;
-  bool done_ = false;
+  // Wake-up conditions (Mutex::Await): Next() waits for a blob or the end;
+  // the destructor for the end or a paused stream.
+  bool BlobOrDoneLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return has_blob_ || done_; }
+  bool PausedOrDoneLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return paused_ || done_; }
+
+  absl::Mutex mu_;
+  // A complete blob waiting for Next():
+  bool has_blob_ ABSL_GUARDED_BY(mu_) = false;
+  std::string blob_ ABSL_GUARDED_BY(mu_);
+  uint64_t blob_version_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time blob_first_chunk_ ABSL_GUARDED_BY(mu_);
+  // No read in flight until Resume():
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  // The end of the call (done_: OnDone ran):
+  absl::Status transfer_error_ ABSL_GUARDED_BY(mu_);
+  uint64_t bad_chunk_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool mid_transfer_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace rlvr::actor

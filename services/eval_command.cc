@@ -1,13 +1,14 @@
 // `rlvr eval`: flags + config -> load weights -> Evaluate -> table (+ JSON).
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/base/file_io.h"
 #include "common/flags.h"
 #include "common/logging.h"
@@ -85,12 +86,11 @@ int EvalCommand(int argc, char** argv) {
   const uint64_t version = loaded->version;
   std::vector<Prompt> prompts = split == "heldout" ? (*task)->heldout() : (*task)->train();
   if (static_cast<int>(prompts.size()) > n_prompts) prompts.resize(n_prompts);
-  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Time t0 = absl::Now();
   auto result = policy::Evaluate(*model, *tokenizer, **task, prompts, k, temperature,
                                  max_new_tokens, static_cast<uint64_t>(seed));
   if (!result.ok()) return fail(result.status(), 1);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
 
   for (int i = 0; i < std::min<int>(show, result->greedy.size()); ++i) {
     const policy::GreedyCompletion& g = result->greedy[i];

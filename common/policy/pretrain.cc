@@ -1,12 +1,13 @@
 #include "common/policy/pretrain.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/base/lr_schedule.h"
 #include "common/policy/evaluate.h"
 #include "common/policy/logprobs.h"
@@ -31,7 +32,7 @@ double LearningRate(const PretrainConfig& c, int step) {
 absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tokenizer,
                                         const Task& task, const PretrainOptions& options) {
   const PretrainConfig& c = options.config;
-  const auto start = std::chrono::steady_clock::now();
+  const absl::Time start = absl::Now();
   const bool validate = c.stop_accuracy > 0;
   const size_t train_size = task.train().size();
   if (validate && (c.validation_prompts < 1 || size_t(c.validation_prompts) >= train_size ||
@@ -123,8 +124,7 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
         progress.loss = result.final_loss;
         progress.lr = lr;
         progress.grad_norm = grad_norm;
-        progress.elapsed_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        progress.elapsed_s = absl::ToDoubleSeconds(absl::Now() - start);
         progress.validation_accuracy = accuracy;
         options.on_progress(progress);
       }
@@ -134,7 +134,7 @@ absl::StatusOr<PretrainResult> Pretrain(Transformer& model, const Tokenizer& tok
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("pretrain: ", e.what()));
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return result;
 }
 

@@ -8,14 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <deque>
 #include <fstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace rlvr::runner {
 namespace {
@@ -113,11 +113,11 @@ void ChildProcess::Signal(int signal) {
 int ChildProcess::StopWithin(double timeout_s, int first_signal) {
   if (!running_) return exit_code_;
   Signal(first_signal);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  while (absl::Now() < deadline) {
     if (auto code = Poll()) return *code;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    absl::SleepFor(absl::Milliseconds(20));
   }
   Signal(SIGKILL);
   int status = 0;

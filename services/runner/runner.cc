@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,10 +13,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "services/runner/cpu_list.h"
 #include "services/runner/process.h"
@@ -27,11 +27,7 @@ namespace rlvr::runner {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double SecondsSince(absl::Time t) { return absl::ToDoubleSeconds(absl::Now() - t); }
 
 // A free TCP port on 127.0.0.1 (for the c10d rendezvous of several ranks).
 absl::StatusOr<int> FreeLoopbackPort() {
@@ -76,7 +72,7 @@ absl::Status RunToCompletion(const std::vector<std::string>& argv, const std::st
       child.StopWithin(10, SIGTERM);
       return absl::CancelledError(absl::StrCat(name, " interrupted"));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(100));
   }
 }
 
@@ -147,7 +143,7 @@ absl::Status Supervisor::PrepareBase() {
   if (!hf && !fs::exists(base)) {
     Print(absl::StrCat("pretraining the base policy -> ", base, " (log: ", Log("pretrain"), ")"),
           false);
-    auto t0 = Clock::now();
+    auto t0 = absl::Now();
     RETURN_IF_ERROR(RunToCompletion({options_.binary, "pretrain", "--config", config_path_},
                                     Log("pretrain"), "pretrain", options_.stop_requested));
     Print(absl::StrFormat("pretraining done in %.0f s", SecondsSince(t0)), false);
@@ -191,7 +187,7 @@ absl::Status Supervisor::StartLearners() {
 }
 
 absl::StatusOr<int> Supervisor::WaitForLearnerPort() {
-  auto t0 = Clock::now();
+  auto t0 = absl::Now();
   std::string path = run_dir_ + "/learner.port";
   while (SecondsSince(t0) < options_.learner_start_timeout_s) {
     for (auto& l : learners_) {
@@ -205,7 +201,7 @@ absl::StatusOr<int> Supervisor::WaitForLearnerPort() {
     int port = 0;
     if (in >> port && port > 0) return port;
     if (StopRequested()) return absl::CancelledError("interrupted during learner start-up");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(100));
   }
   return absl::DeadlineExceededError(absl::StrCat("the learner did not report its port within ",
                                                   options_.learner_start_timeout_s, " s; see ",
@@ -335,7 +331,7 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
 }
 
 absl::StatusOr<RunSummary> Supervisor::Run() {
-  auto t0 = Clock::now();
+  auto t0 = absl::Now();
   RunSummary summary;
   summary.run_dir = run_dir_;
   const std::vector<int> allowed = AllowedCpus();
@@ -382,7 +378,7 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
   MetricsTail tail(run_dir_ + "/metrics.jsonl");
   std::vector<UpdateRecord> history;
   absl::Status failure;
-  auto last_print = Clock::now();
+  auto last_print = absl::Now();
   size_t printed = 0;
   while (true) {
     if (StopRequested()) {
@@ -437,13 +433,13 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
     if (options_.live_progress) {
       if (SecondsSince(last_print) > 0.5) {
         Print(ProgressLine(history, config_.run.total_updates, SecondsSince(t0)), true);
-        last_print = Clock::now();
+        last_print = absl::Now();
       }
     } else if (history.size() > printed) {
       printed = history.size();
       Print(ProgressLine(history, config_.run.total_updates, SecondsSince(t0)), false);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(100));
   }
   for (auto& r : tail.ReadNew()) history.push_back(r);
   summary.wall_seconds = SecondsSince(t0);
