@@ -136,10 +136,12 @@ struct UpdateResult {
 
 class Trainer {
  public:
-  // Builds the model (loading base_weights_path on rank 0), the optional KL
-  // reference, AdamW and the communicator (rendezvous with the other ranks,
-  // bounded by learner.collective_timeout_s). `registry` may be null; only
-  // rank 0 registers metrics.
+  // Parses options.loss once (ParsedEstimator::Parse: InvalidArgument naming
+  // the key, e.g. an unregistered loss.estimator), then builds the model
+  // (loading base_weights_path on rank 0), the optional KL reference, AdamW
+  // and the communicator (rendezvous with the other ranks, bounded by
+  // learner.collective_timeout_s). `registry` may be null; only rank 0
+  // registers metrics.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(
       const TrainerOptions& options, std::shared_ptr<prometheus::Registry> registry);
   ~Trainer();
