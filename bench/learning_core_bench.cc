@@ -26,6 +26,7 @@
 #include "learner/core/batcher.h"
 #include "learner/core/diagnostics.h"
 #include "learner/core/estimator.h"
+#include "learner/core/estimator_registry.h"
 #include "learner/core/step.h"
 
 namespace {
@@ -55,7 +56,14 @@ int main(int argc, char** argv) {
   rlvr::BatchingConfig batching = config.batching;
   batching.reward_balance = "none";  // Keep all 512 rollouts in the step.
   const rlvr::LossConfig loss = config.loss;
-  auto plan = rlvr::learner::PlanUpdate(groups, batching, loss, config.sampling.max_new_tokens, 3);
+  // Parsed once, as the trainer does.
+  auto estimator = rlvr::learner::ParsedEstimator::Parse(loss);
+  if (!estimator.ok()) {
+    std::fprintf(stderr, "loss config: %s\n", estimator.status().ToString().c_str());
+    return 1;
+  }
+  auto plan =
+      rlvr::learner::PlanUpdate(groups, batching, *estimator, config.sampling.max_new_tokens, 3);
   if (!plan.ok() || plan->steps.size() != 1) {
     std::fprintf(stderr, "plan failed\n");
     return 1;
@@ -102,7 +110,7 @@ int main(int argc, char** argv) {
   auto full = [&] {
     zero();
     auto d = rlvr::learner::AccumulateStepGradients(model, groups, step.groups, step.normalizer,
-                                                    loss, batching, nullptr, nullptr);
+                                                    *estimator, batching, nullptr, nullptr);
     if (!d.ok()) {
       std::fprintf(stderr, "step failed: %s\n", d.status().ToString().c_str());
       std::exit(1);
@@ -131,7 +139,6 @@ int main(int argc, char** argv) {
     lp_all = out.logprobs;
     mask_all = out.mask;
   }
-  auto estimator = rlvr::learner::MakeEstimator(loss);
   auto loss_only = [&] {
     torch::Tensor leaf = lp_all.detach().requires_grad_(true);
     rlvr::learner::EstimatorInput in;
@@ -142,7 +149,7 @@ int main(int argc, char** argv) {
     in.group_ids = torch::tensor(gid_vec, torch::kInt64);
     in.num_groups = static_cast<int64_t>(step.groups.size());
     in.normalizer = step.normalizer;
-    auto res = (*estimator)->Compute(in);
+    auto res = estimator->loss().Compute(in);
     torch::Tensor coeff = torch::autograd::grad({res.loss}, {leaf})[0];
     auto sums =
         rlvr::learner::SharedPrefixCancellation(coeff, in.group_ids, in.num_groups, shared_len);

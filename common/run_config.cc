@@ -134,8 +134,11 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
             "Keepalive ping acknowledgement timeout, s.");
 
   LossConfig& lo = c->loss;
-  s->Enum("loss.estimator", &lo.estimator, {"dfpo", "grpo", "dr_grpo", "dapo", "gspo"},
-          "Policy-gradient estimator.");
+  // Any string here: the estimators register themselves in learner/core
+  // (which common/ does not depend on); the learner and every `rlvr` command
+  // check the name against that registry when they load the config.
+  s->String("loss.estimator", &lo.estimator,
+            "Policy-gradient estimator (docs/algorithms.md; default dfpo).");
   s->Enum("loss.dfpo_transform", &lo.dfpo_transform, {"min_replace", "adv_orthogonal"},
           "DFPO in-group weight transform.");
   s->Double("loss.clip_eps", &lo.clip_eps, 0.0, 10.0, "Clip epsilon.");

@@ -155,7 +155,9 @@ struct LearnerConfig {
 
 // The estimator (ALGORITHMS.md).
 struct LossConfig {
-  std::string estimator = "dfpo";              // dfpo | grpo | dr_grpo | dapo | gspo
+  // A registered estimator's name (learner/core/estimators; checked by the
+  // learner's ParsedEstimator, not by LoadRunConfig).
+  std::string estimator = "dfpo";
   std::string dfpo_transform = "min_replace";  // min_replace | adv_orthogonal
   double clip_eps = 0.2;                // Symmetric clip (dfpo, grpo, dr_grpo; gspo uses gspo_eps).
   double clip_eps_high = 0.28;          // dapo's upper clip.
@@ -238,7 +240,10 @@ absl::Status ValidateRunConfig(const RunConfig& config);
 absl::Status ValidateModelConfig(const ModelConfig& model);
 
 // Loads defaults, then `path` (if non-empty), then each "key=value" override,
-// then validates. Errors name the file and key path.
+// then validates. Errors name the file and key path. loss.estimator is not
+// checked here (the estimators register themselves in learner/core, which
+// common/ does not see): the learner checks it when it parses the loss, and
+// the `rlvr` commands right after loading (services/load_config.h).
 absl::StatusOr<RunConfig> LoadRunConfig(const std::string& path,
                                         const std::vector<std::string>& overrides);
 

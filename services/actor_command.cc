@@ -22,6 +22,7 @@
 #include "common/metrics.h"
 #include "common/run_config.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 
 namespace rlvr::services {
 namespace {
@@ -99,7 +100,7 @@ int ActorCommand(int argc, char** argv) {
   logging.program = "rlvr-actor";
   InitLogging(logging);
 
-  absl::StatusOr<RunConfig> config = LoadRunConfig(config_path, overrides);
+  absl::StatusOr<RunConfig> config = LoadCommandConfig(config_path, overrides);
   if (!config.ok()) return Fail(std::string(config.status().message()));
   auto credentials = MakeChannelCredentials(tls_ca, tls_cert, tls_key);
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));

@@ -19,6 +19,7 @@
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 #include "services/policy_source.h"
 
 namespace rlvr::services {
@@ -60,7 +61,7 @@ int EvalCommand(int argc, char** argv) {
     std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
     return code;
   };
-  auto config = LoadRunConfig(config_path, overrides);
+  auto config = LoadCommandConfig(config_path, overrides);
   if (!config.ok()) return fail(config.status(), 2);
   if (split != "heldout" && split != "train") {
     return fail(absl::InvalidArgumentError("--split must be heldout or train"), 2);

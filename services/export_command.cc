@@ -19,6 +19,7 @@
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 #include "services/policy_source.h"
 
 namespace rlvr::services {
@@ -65,7 +66,7 @@ absl::StatusOr<std::string> SourceDir(const std::string& model_dir, const std::s
     }
     path = guess.string();
   }
-  ASSIGN_OR_RETURN(RunConfig config, LoadRunConfig(path, overrides));
+  ASSIGN_OR_RETURN(RunConfig config, LoadCommandConfig(path, overrides));
   if (config.model.hf_path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,

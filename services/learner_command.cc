@@ -21,6 +21,7 @@
 #include "common/run_config.h"
 #include "learner/learner.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 
 namespace rlvr::services {
 namespace {
@@ -117,7 +118,7 @@ int LearnerCommand(int argc, char** argv) {
   logging.program = "rlvr-learner";
   InitLogging(logging);
 
-  absl::StatusOr<RunConfig> config = LoadRunConfig(config_path, overrides);
+  absl::StatusOr<RunConfig> config = LoadCommandConfig(config_path, overrides);
   if (!config.ok()) return Fail(std::string(config.status().message()));
   auto token = LoadToken(auth_token_file);
   if (!token.ok()) return Fail(std::string(token.status().message()));

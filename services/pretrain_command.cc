@@ -14,6 +14,7 @@
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 
 namespace rlvr::services {
 
@@ -41,7 +42,7 @@ int PretrainCommand(int argc, char** argv) {
   LoggingOptions logging;
   logging.program = "rlvr-pretrain";
   InitLogging(logging);
-  auto config = LoadRunConfig(config_path, overrides);
+  auto config = LoadCommandConfig(config_path, overrides);
   if (!config.ok()) {
     std::fprintf(stderr, "rlvr pretrain: %s\n", std::string(config.status().message()).c_str());
     return 2;

@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/run_config.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 #include "services/runner/runner.h"
 
 namespace rlvr::services {
@@ -58,7 +59,7 @@ int RunCommand(int argc, char** argv) {
   LoggingOptions logging;
   logging.program = "rlvr-run";
   InitLogging(logging);
-  absl::StatusOr<RunConfig> config = LoadRunConfig(config_path, overrides);
+  absl::StatusOr<RunConfig> config = LoadCommandConfig(config_path, overrides);
   if (!config.ok()) {
     std::fprintf(stderr, "rlvr run: %s\n", std::string(config.status().message()).c_str());
     return 2;

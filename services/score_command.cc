@@ -18,6 +18,7 @@
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "services/commands.h"
+#include "services/load_config.h"
 #include "services/policy_source.h"
 
 namespace rlvr::services {
@@ -91,7 +92,7 @@ int ScoreCommand(int argc, char** argv) {
   if (input.empty()) return fail(absl::InvalidArgumentError("--input is required"), 2);
   absl::StatusOr<RunConfig> config = config_path.empty() && overrides.empty()
                                          ? absl::StatusOr<RunConfig>(RunConfig())
-                                         : LoadRunConfig(config_path, overrides);
+                                         : LoadCommandConfig(config_path, overrides);
   if (!config.ok()) return fail(config.status(), 2);
   if (!model_dir.empty()) config->model.hf_path = model_dir;
   torch::set_num_threads(std::max(1, threads));

@@ -2,7 +2,7 @@
 // two actors as child processes, training, evaluation, the run directory's
 // files, no child left behind, and resumption on a second invocation. Also:
 // two learner rank processes (Gloo over loopback) train the same parameters
-// as one rank.
+// as one rank, and every command rejects an unknown loss.estimator early.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -58,6 +58,46 @@ std::vector<nlohmann::json> Metrics(const fs::path& p) {
     if (!j.is_discarded()) out.push_back(j);
   }
   return out;
+}
+
+// Every command that loads a run config checks loss.estimator against the
+// estimator registry right after loading it (common/ cannot: the estimators
+// register themselves in learner/core), and exits with status 2 before it
+// starts anything, naming the key and the registered estimators.
+TEST(RunEndToEndTest, UnknownEstimatorFailsEveryCommandEarly) {
+  const char* bin = std::getenv("RLVR_BINARY");
+  ASSERT_NE(bin, nullptr);
+  fs::path dir = fs::path(testing::TempDir()) / "rlvr_unknown_estimator";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = (dir / "empty.yaml").string();
+  std::ofstream(config) << "run: {runs_dir: " << (dir / "runs").string() << "}\n";
+  const std::vector<std::string> commands = {
+      "run --no_live --config " + config,
+      "learner --config " + config,
+      "actor --learner 127.0.0.1:1 --config " + config,
+      "pretrain --config " + config,
+      "eval --config " + config,
+      "score --input " + (dir / "none.jsonl").string() + " --config " + config,
+      "export --checkpoint " + (dir / "ckpt").string() + " --out " + (dir / "export").string() +
+          " --config " + config,
+  };
+  for (const std::string& command : commands) {
+    SCOPED_TRACE(command);
+    const std::string out = (dir / "out.txt").string();
+    EXPECT_EQ(Shell("timeout 120 " + std::string(bin) + " " + command +
+                    " --set loss.estimator=ppo > " + out + " 2>&1"),
+              2);
+    const std::string text = Slurp(out);
+    EXPECT_NE(text.find("config key 'loss.estimator': expected one of {"), std::string::npos)
+        << text;
+    for (const char* name : {"dfpo", "grpo", "dr_grpo", "dapo", "gspo", "got 'ppo'"}) {
+      EXPECT_NE(text.find(name), std::string::npos) << name << " in " << text;
+    }
+  }
+  // Nothing was started: no run directory, no export.
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+  EXPECT_FALSE(fs::exists(dir / "export"));
 }
 
 TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "learner/core/estimator_registry.h"
+
 namespace rlvr::learner {
 
 std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std_normalize) {
@@ -33,8 +35,9 @@ bool IsZeroVariance(const std::vector<double>& rewards) {
 }
 
 bool UsesStdNormalizedAdvantages(const LossConfig& loss) {
-  return loss.std_normalize || loss.estimator == "grpo" || loss.estimator == "dapo" ||
-         loss.estimator == "gspo";
+  const EstimatorDefinition* definition = FindEstimator(loss.estimator);
+  return loss.std_normalize ||
+         (definition != nullptr && definition->traits.std_normalized_advantages);
 }
 
 }  // namespace rlvr::learner

@@ -31,11 +31,11 @@ std::vector<double> GroupAdvantages(const std::vector<double>& rewards, bool std
 // up to rounding).
 bool IsZeroVariance(const std::vector<double>& rewards);
 
-// Whether the configured estimator uses std-normalised advantages: grpo, dapo
-// and gspo always do (that is how their papers define them: DAPO keeps GRPO's
-// group-normalised advantage and changes aggregation and clipping); dfpo and
-// dr_grpo follow loss.std_normalize [D] (default false; Dr. GRPO is the method
-// that drops the std).
+// Whether the configured estimator uses std-normalised advantages: when its
+// registered traits say so (how its paper defines it), or loss.std_normalize
+// [D]. False for an unregistered name unless loss.std_normalize. The batcher
+// asks its ParsedEstimator (estimator_registry.h); this is the same answer
+// from a bare config.
 bool UsesStdNormalizedAdvantages(const LossConfig& loss);
 
 }  // namespace rlvr::learner

@@ -121,8 +121,8 @@ std::vector<size_t> ChunkSizes(size_t n, size_t parts) {
   return sizes;
 }
 
-void FinishStep(const std::vector<Group>& groups, const LossConfig& loss, int max_new_tokens,
-                OptimizerStep* step) {
+void FinishStep(const std::vector<Group>& groups, const ParsedEstimator& estimator,
+                int max_new_tokens, OptimizerStep* step) {
   step->tokens = 0;
   step->rollouts = 0;
   for (SelectedGroup& sg : step->groups) {
@@ -132,8 +132,8 @@ void FinishStep(const std::vector<Group>& groups, const LossConfig& loss, int ma
     step->tokens += sg.tokens;
     step->rollouts += static_cast<int64_t>(sg.rollouts.size());
   }
-  step->normalizer = StepNormalizer(loss, static_cast<int64_t>(step->groups.size()), step->rollouts,
-                                    step->tokens, max_new_tokens);
+  step->normalizer = estimator.StepNormalizer(static_cast<int64_t>(step->groups.size()),
+                                              step->rollouts, step->tokens, max_new_tokens);
 }
 
 double Imbalance(double pos, double neg) {
@@ -141,7 +141,7 @@ double Imbalance(double pos, double neg) {
 }
 
 absl::Status Validate(const std::vector<Group>& groups, const BatchingConfig& b,
-                      const LossConfig& loss, int max_new_tokens) {
+                      int max_new_tokens) {
   auto one_of = [](const std::string& v, std::initializer_list<const char*> options) {
     for (const char* o : options) {
       if (v == o) return true;
@@ -155,12 +155,6 @@ absl::Status Validate(const std::vector<Group>& groups, const BatchingConfig& b,
   if (!one_of(b.balance_unit, {"count", "adv_mass", "tokens"})) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown batching.balance_unit: ", b.balance_unit));
-  }
-  if (!one_of(loss.estimator, {"dfpo", "grpo", "dr_grpo", "dapo", "gspo"})) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown loss.estimator: ", loss.estimator));
-  }
-  if (!one_of(loss.normalizer, {"tokens", "constant"})) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown loss.normalizer: ", loss.normalizer));
   }
   if (b.mini_batches < 1 || b.epochs < 1 || max_new_tokens < 1) {
     return absl::InvalidArgumentError("mini_batches, epochs and max_new_tokens must be >= 1");
@@ -187,34 +181,35 @@ absl::Status Validate(const std::vector<Group>& groups, const BatchingConfig& b,
 
 double StepNormalizer(const LossConfig& loss, int64_t groups, int64_t rollouts, int64_t tokens,
                       int max_new_tokens) {
-  double z = 1.0;
-  const double constant = static_cast<double>(max_new_tokens) * static_cast<double>(rollouts);
-  if (loss.estimator == "grpo" || loss.estimator == "gspo") {
-    z = static_cast<double>(groups);
-  } else if (loss.estimator == "dr_grpo") {
-    z = constant;
-  } else if (loss.estimator == "dapo") {
-    z = static_cast<double>(tokens);
-  } else {  // dfpo
-    z = loss.normalizer == "constant" ? constant : static_cast<double>(tokens);
-  }
-  return std::max(z, 1.0);
+  absl::StatusOr<ParsedEstimator> estimator = ParsedEstimator::Parse(loss);
+  if (!estimator.ok()) return 1.0;
+  return estimator->StepNormalizer(groups, rollouts, tokens, max_new_tokens);
 }
 
 absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
                                       const BatchingConfig& batching, const LossConfig& loss,
                                       int max_new_tokens, uint64_t seed) {
-  absl::Status valid = Validate(groups, batching, loss, max_new_tokens);
+  absl::StatusOr<ParsedEstimator> estimator = ParsedEstimator::Parse(loss);
+  if (!estimator.ok()) return estimator.status();
+  return PlanUpdate(groups, batching, *estimator, max_new_tokens, seed);
+}
+
+absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
+                                      const BatchingConfig& batching,
+                                      const ParsedEstimator& estimator, int max_new_tokens,
+                                      uint64_t seed) {
+  absl::Status valid = Validate(groups, batching, max_new_tokens);
   if (!valid.ok()) return valid;
 
   UpdatePlan plan;
   BatchStats& st = plan.stats;
-  const bool std_norm = UsesStdNormalizedAdvantages(loss);
+  const bool std_norm = estimator.std_normalized_advantages();
   const bool downsample = batching.reward_balance == "downsample";
-  // dapo is defined with dynamic sampling; downsample leaves nothing of a
-  // zero-variance group anyway (k = 0), so it counts as dynamic sampling too.
+  // An estimator may be defined with dynamic sampling; downsample leaves
+  // nothing of a zero-variance group anyway (k = 0), so it counts as dynamic
+  // sampling too.
   const bool drop_zero_variance =
-      batching.dynamic_sampling || loss.estimator == "dapo" || downsample;
+      batching.dynamic_sampling || estimator.implies_dynamic_sampling() || downsample;
 
   std::vector<Kept> kept;
   double reward_sum = 0.0;
@@ -353,7 +348,7 @@ absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
       }
     }
     for (OptimizerStep& step : epoch_steps) {
-      FinishStep(groups, loss, max_new_tokens, &step);
+      FinishStep(groups, estimator, max_new_tokens, &step);
       double pos = 0.0, neg = 0.0;
       for (const SelectedGroup& sg : step.groups) {
         for (size_t j = 0; j < sg.rollouts.size(); ++j) {

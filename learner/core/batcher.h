@@ -2,10 +2,11 @@
 // optimizer steps of that update (ALGORITHMS.md, "Batching").
 //
 // Pipeline, in order:
-//   1. advantages per group (R - mean(R), std-normalised for grpo/gspo or when
-//      loss.std_normalize);
+//   1. advantages per group (R - mean(R), std-normalised when the estimator's
+//      traits say so or loss.std_normalize; estimator_registry.h);
 //   2. dynamic sampling: all-equal-reward groups are dropped and counted
-//      (batching.dynamic_sampling, forced on for dapo and implied by downsample);
+//      (batching.dynamic_sampling, forced on by an estimator whose traits
+//      include it, and implied by downsample);
 //   3. reward balancing (batching.reward_balance): `downsample` keeps
 //      k = min(n+, n-) rollouts of each advantage sign per group (seeded), and
 //      recomputes the advantages on the kept subset when
@@ -18,8 +19,8 @@
 //      batching.mini_batches optimizer steps of whole groups (query-preserved);
 //      with batching.query_preserved = false the *rollouts* are shuffled across
 //      groups instead (ablation; see docs/algorithms.md);
-//   5. per step, the loss normaliser Z (StepNormalizer), fixed before any
-//      micro-batching or sharding.
+//   5. per step, the loss normaliser Z (the estimator's StepNormalizer),
+//      fixed before any micro-batching or sharding.
 //
 // Torch-free. Thread-compatible: pure functions; results depend only on the
 // arguments (same inputs and seed give the same plan on every machine).
@@ -31,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/run_config.h"
+#include "learner/core/estimator_registry.h"
 #include "learner/core/group.h"
 
 namespace rlvr::learner {
@@ -82,23 +84,27 @@ struct UpdatePlan {
   BatchStats stats;
 };
 
-// Builds the update's optimizer steps. Empty steps are never emitted: an epoch
-// has min(mini_batches, groups used) steps (or rollouts used when
-// query_preserved=false), and `steps` is empty when nothing survives.
-// Errors: InvalidArgument for a group with < 2 rollouts, an empty completion,
-// unknown enum strings, non-positive counts, or pack with
+// Builds the update's optimizer steps for the parsed `estimator`. Empty steps
+// are never emitted: an epoch has min(mini_batches, groups used) steps (or
+// rollouts used when query_preserved=false), and `steps` is empty when nothing
+// survives. Errors: InvalidArgument for a group with < 2 rollouts, an empty
+// completion, unknown enum strings, non-positive counts, or pack with
 // query_preserved=false.
+absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
+                                      const BatchingConfig& batching,
+                                      const ParsedEstimator& estimator, int max_new_tokens,
+                                      uint64_t seed);
+
+// The same from a bare loss config, parsed on every call (one-off callers and
+// tests; a trainer parses once and uses the overload above). Also
+// InvalidArgument when `loss` does not parse (ParsedEstimator::Parse).
 absl::StatusOr<UpdatePlan> PlanUpdate(const std::vector<Group>& groups,
                                       const BatchingConfig& batching, const LossConfig& loss,
                                       int max_new_tokens, uint64_t seed);
 
-// Z for a step, by estimator [D]:
-//   dfpo     loss.normalizer: tokens -> `tokens`; constant -> max_new_tokens x rollouts
-//   dr_grpo  constant (max_new_tokens x rollouts), as in Dr.GRPO
-//   dapo     tokens (token-level normaliser 1 / sum_i T_i)
-//   grpo     number of groups in the step (the 1/G of each group is applied per
-//   gspo     group by the estimator; Z averages over the step's groups)
-// Always >= 1.
+// Z for a step of `loss`'s estimator (ParsedEstimator::StepNormalizer; the
+// rules per estimator are in docs/algorithms.md, "The normaliser Z" [D]).
+// Always >= 1; 1 when `loss` does not parse.
 double StepNormalizer(const LossConfig& loss, int64_t groups, int64_t rollouts, int64_t tokens,
                       int max_new_tokens);
 

@@ -1,5 +1,7 @@
-// Policy-gradient estimators on plain tensors (ALGORITHMS.md): dfpo (default),
-// grpo, dr_grpo, dapo, gspo, plus the optional k3 KL to a reference policy.
+// The policy-gradient estimator interface on plain tensors (ALGORITHMS.md),
+// plus the optional k3 KL to a reference policy. The estimators themselves
+// live one per file in learner/core/estimators/ and are found by name through
+// the registry (estimator_registry.h).
 //
 // An estimator sees one micro-batch of rows (rollouts) laid out as padded
 // [N, T] tensors, and the step-level constant Z. Every aggregation is a sum
@@ -41,36 +43,62 @@ struct EstimatorOutput {
   torch::Tensor clipped;  // [N,T] 1 where the token's coefficient came from a clipped
                           // value (see docs/algorithms.md), no grad, 0 on padding.
   torch::Tensor kl_ref;   // [N,T] k3 KL to the reference per token (no grad); undefined if off.
-  // dfpo only: transformed weights w~ per row (0 for dropped or zero-variance
-  // groups), and sum_g |sum_i w~_i A_i| and sum_g sum_i |w~_i A_i|.
+  // Estimators with per-row sequence weights w~ (DFPO): w~ per row (0 for
+  // dropped or zero-variance groups), and sum_g |sum_i w~_i A_i| and
+  // sum_g sum_i |w~_i A_i|; undefined / 0 for the others.
   torch::Tensor sequence_weights;
   double orthogonality_abs = 0.0;
   double orthogonality_scale = 0.0;
-  int64_t groups_dropped_trust_region = 0;  // dfpo guard: whole groups dropped.
+  int64_t groups_dropped_trust_region = 0;  // Trust-region guard: whole groups dropped.
 };
 
 class Estimator {
  public:
   virtual ~Estimator() = default;
+  // The registered name (loss.estimator).
   virtual std::string name() const = 0;
   // Computes the micro-batch loss. Throws c10::Error on malformed tensors (the
   // step adapter converts it to a Status).
   virtual EstimatorOutput Compute(const EstimatorInput& input) const = 0;
 };
 
-// Selects by loss.estimator. InvalidArgument for an unknown name or
-// transform, or negative epsilons.
+// The registered estimator named by loss.estimator, built by its factory
+// (estimator_registry.h). InvalidArgument for an unknown name, negative
+// epsilons or kl_coef, or a knob the estimator rejects (e.g. an unknown
+// transform). ParsedEstimator::Parse is the usual entry point; this builds the
+// loss alone.
 absl::StatusOr<std::unique_ptr<Estimator>> MakeEstimator(const LossConfig& loss);
 
-// DFPO's in-group weight transform (differentiable; the estimator calls it on
-// detached values, which is the stop-gradient of ALGORITHMS.md):
-//   "min_replace":    w~_i = min_{j in g(i)} c_j                 (Eq. 17)
-//   "adv_orthogonal": w~ = c - (A.c / |A|^2) A, per group         (Eq. 18)
-// A group with |A|^2 <= 1e-24 keeps c under adv_orthogonal (no NaN).
-// `c`, `advantages`: [N]; `group_ids`: [N] int64 in [0, num_groups).
-torch::Tensor DfpoTransform(const torch::Tensor& c, const torch::Tensor& advantages,
-                            const torch::Tensor& group_ids, int64_t num_groups,
-                            const std::string& transform);
+// Building blocks for the estimators' files.
+
+// Log-ratios entering exp() with gradient are clamped to +-kMaxLogRatio [D]:
+// beyond it a token's (unselected) branch would overflow and turn a zero
+// gradient into NaN (0 * inf). Irrelevant in any sane training regime.
+inline constexpr double kMaxLogRatio = 20.0;
+
+// How an estimator turns per-token terms x[i,t] into a scalar.
+enum class Aggregation {
+  kTokenSum,      // (1/Z) sum_i sum_t x
+  kGroupSeqMean,  // (1/Z) sum_i (1/G_g) (1/T_i) sum_t x   (Z = groups in step)
+};
+
+// Checks the shapes and dtypes of `input` (TORCH_CHECK: throws c10::Error).
+void CheckEstimatorInput(const EstimatorInput& input);
+
+// Per-row 1/T_i (T_i = real tokens of the row, at least 1). mask: [N,T].
+torch::Tensor InverseLengths(const torch::Tensor& mask);
+
+// Per-row 1/G_g where G_g is the number of rows of row i's group.
+torch::Tensor InverseGroupSizes(const EstimatorInput& input);
+
+// The scalar of per-token terms x [N,T] (masked), aggregated `how`.
+torch::Tensor Aggregate(const torch::Tensor& x, const EstimatorInput& input, Aggregation how);
+
+// Adds kl_coef times the k3 KL to the reference policy, aggregated `how`, to
+// out->loss, and sets out->kl_ref: kl = exp(lp_ref - lp_new) - (lp_ref -
+// lp_new) - 1 >= 0. No-op when kl_coef <= 0; needs input.lp_ref otherwise.
+void AddReferenceKl(const EstimatorInput& input, double kl_coef, Aggregation how,
+                    EstimatorOutput* out);
 
 // Per-group max (max=true) or min of x [N] over the group's rows; a group
 // without rows gets -inf / +inf. Differentiable.

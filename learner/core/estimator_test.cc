@@ -12,6 +12,7 @@
 
 #include "learner/core/advantage.h"
 #include "learner/core/diagnostics.h"
+#include "learner/core/estimators/dfpo.h"
 
 namespace rlvr::learner {
 namespace {

@@ -22,6 +22,7 @@
 #include "common/task.h"
 #include "common/tokenizer.h"
 #include "learner/core/batcher.h"
+#include "learner/core/estimator_registry.h"
 #include "learner/core/step.h"
 
 namespace rlvr::learner {
@@ -57,6 +58,7 @@ absl::StatusOr<double> HeldOut(policy::Transformer& model, const Tokenizer& toke
 
 absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
   if (c.loss.kl_coef > 0) return absl::InvalidArgumentError("offline loop: kl_coef must be 0");
+  ASSIGN_OR_RETURN(ParsedEstimator estimator, ParsedEstimator::Parse(c.loss));
   torch::set_num_threads(1);
   std::unique_ptr<Tokenizer> tokenizer = MakeCharTokenizer();
   ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(c.task, *tokenizer, TaskOptions{}));
@@ -161,7 +163,7 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
       }
     }
     ASSIGN_OR_RETURN(UpdatePlan plan,
-                     PlanUpdate(groups, c.batching, c.loss, c.sampling.max_new_tokens,
+                     PlanUpdate(groups, c.batching, estimator, c.sampling.max_new_tokens,
                                 SplitMix64(static_cast<uint64_t>(c.learner.seed) +
                                            static_cast<uint64_t>(update))));
     OldLogProbs old;
@@ -175,9 +177,10 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
     double lr = LearningRate(c, optimizer_steps);
     for (const OptimizerStep& step : plan.steps) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
-      ASSIGN_OR_RETURN(UpdateDiagnostics d,
-                       AccumulateStepGradients(model, groups, step.groups, step.normalizer, c.loss,
-                                               c.batching, precompute ? &old : nullptr, nullptr));
+      ASSIGN_OR_RETURN(
+          UpdateDiagnostics d,
+          AccumulateStepGradients(model, groups, step.groups, step.normalizer, estimator,
+                                  c.batching, precompute ? &old : nullptr, nullptr));
       MergeDiagnostics(d, &diag);
       const double clip =
           c.optim.grad_clip > 0 ? c.optim.grad_clip : std::numeric_limits<double>::infinity();

@@ -118,9 +118,10 @@ const std::vector<float>* OldFor(const OldLogProbs* old, int g, int r) {
 }
 
 absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, const Rows& rows,
-                                                double normalizer, const LossConfig& loss,
-                                                const Estimator& estimator, const OldLogProbs* old,
+                                                double normalizer, const ParsedEstimator& estimator,
+                                                const OldLogProbs* old,
                                                 policy::Transformer* reference) {
+  const LossConfig& loss = estimator.config();
   const int64_t n = static_cast<int64_t>(rows.rollouts.size());
   policy::CompletionLogProbs out = policy::ComputeCompletionLogProbs(
       model, rows.prompts, rows.completions, /*with_entropy=*/true);
@@ -184,7 +185,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   in.num_groups = rows.num_groups;
   in.lp_ref = lp_ref;
   in.normalizer = normalizer;
-  EstimatorOutput res = estimator.Compute(in);
+  EstimatorOutput res = estimator.loss().Compute(in);
 
   torch::Tensor coeff;
   if (res.loss.requires_grad()) {
@@ -276,21 +277,25 @@ absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
     policy::Transformer& model, const std::vector<Group>& groups,
     const std::vector<SelectedGroup>& shard, double normalizer, const LossConfig& loss,
     const BatchingConfig& batching, const OldLogProbs* old, policy::Transformer* reference) {
+  absl::StatusOr<ParsedEstimator> estimator = ParsedEstimator::Parse(loss);
+  if (!estimator.ok()) return estimator.status();
+  return AccumulateStepGradients(model, groups, shard, normalizer, *estimator, batching, old,
+                                 reference);
+}
+
+absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
+    policy::Transformer& model, const std::vector<Group>& groups,
+    const std::vector<SelectedGroup>& shard, double normalizer, const ParsedEstimator& estimator,
+    const BatchingConfig& batching, const OldLogProbs* old, policy::Transformer* reference) {
   absl::Status valid = CheckSelection(groups, shard);
   if (!valid.ok()) return valid;
   if (!(normalizer > 0.0)) return absl::InvalidArgumentError("normalizer must be positive");
-  if (loss.old_logprobs != "recompute" && loss.old_logprobs != "behaviour") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown loss.old_logprobs: ", loss.old_logprobs));
-  }
-  absl::StatusOr<std::unique_ptr<Estimator>> estimator = MakeEstimator(loss);
-  if (!estimator.ok()) return estimator.status();
   UpdateDiagnostics total;
   try {
     for (auto [begin, end] : MicroBatches(shard, std::max(1, batching.micro_batch_rollouts))) {
       Rows rows = Flatten(groups, shard, begin, end);
       absl::StatusOr<UpdateDiagnostics> d =
-          RunMicroBatch(model, rows, normalizer, loss, **estimator, old, reference);
+          RunMicroBatch(model, rows, normalizer, estimator, old, reference);
       if (!d.ok()) return d.status();
       MergeDiagnostics(*d, &total);
     }

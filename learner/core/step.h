@@ -19,6 +19,7 @@
 #include "common/policy/model.h"
 #include "common/run_config.h"
 #include "learner/core/batcher.h"
+#include "learner/core/estimator_registry.h"
 #include "learner/core/group.h"
 #include "learner/diagnostics/update_diagnostics.h"
 
@@ -39,7 +40,7 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
                                                const std::vector<SelectedGroup>& selection,
                                                int micro_batch_rollouts);
 
-// Accumulates into the parameters' .grad the gradient of the estimator's loss
+// Accumulates into the parameters' .grad the gradient of `estimator`'s loss
 // over `shard` (whole SelectedGroups of one optimizer step), with the step's
 // normaliser `normalizer`. Runs micro-batches of whole groups with at most
 // batching.micro_batch_rollouts rows (a larger group is its own micro-batch):
@@ -47,13 +48,22 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
 // leaf copy of them (whose gradient is the per-token coefficient used by the
 // diagnostics), then one backward of the model with those coefficients.
 //
-// lp_old: loss.old_logprobs = behaviour -> the rollouts' behaviour log-probs;
-// recompute -> `old` if non-null, else the current log-probs detached (right
-// for the first optimizer step of an update). `reference` (nullable) is used
-// only when loss.kl_coef > 0 (then it is required). Returns this shard's raw
-// diagnostics (the DIAGNOSTIC_REDUCE_SUM/_MAX fields of UpdateDiagnostics,
+// lp_old, by estimator.config().old_logprobs: behaviour -> the rollouts'
+// behaviour log-probs; recompute -> `old` if non-null, else the current
+// log-probs detached (right for the first optimizer step of an update).
+// `reference` (nullable) is used only when loss.kl_coef > 0 (then it is
+// required). Returns this shard's raw diagnostics (the
+// DIAGNOSTIC_REDUCE_SUM/_MAX fields of UpdateDiagnostics,
 // learner/diagnostics/update_diagnostics.h), not finalized. An empty shard
 // returns zero diagnostics.
+absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
+    policy::Transformer& model, const std::vector<Group>& groups,
+    const std::vector<SelectedGroup>& shard, double normalizer, const ParsedEstimator& estimator,
+    const BatchingConfig& batching, const OldLogProbs* old, policy::Transformer* reference);
+
+// The same from a bare loss config, parsed on every call (one-off callers and
+// tests; a trainer parses once and uses the overload above). Also
+// InvalidArgument when `loss` does not parse (ParsedEstimator::Parse).
 absl::StatusOr<UpdateDiagnostics> AccumulateStepGradients(
     policy::Transformer& model, const std::vector<Group>& groups,
     const std::vector<SelectedGroup>& shard, double normalizer, const LossConfig& loss,

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/lr_schedule.h"
@@ -19,6 +20,7 @@
 #include "common/status_macros.h"
 #include "common/tokenizer.h"
 #include "learner/core/batcher.h"
+#include "learner/core/estimator_registry.h"
 #include "learner/core/step.h"
 #include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"
@@ -67,8 +69,10 @@ TrainerOptions TrainerOptions::FromRunConfig(const RunConfig& config) {
 
 class Trainer::Impl {
  public:
-  Impl(const TrainerOptions& options, UpdateMetrics* metrics)
-      : options_(options), metrics_(options.rank == 0 ? metrics : nullptr) {}
+  Impl(const TrainerOptions& options, UpdateMetrics* metrics, ParsedEstimator estimator)
+      : options_(options),
+        estimator_(std::move(estimator)),
+        metrics_(options.rank == 0 ? metrics : nullptr) {}
 
   absl::Status Init() {
     const auto timeout = absl::Seconds(options_.learner.collective_timeout_s);
@@ -222,6 +226,7 @@ class Trainer::Impl {
   uint64_t version_ = 0;
   uint64_t optimizer_steps_ = 0;
   const TrainerOptions options_;
+  const ParsedEstimator estimator_;  // options_.loss, parsed once by Create.
   std::unique_ptr<Communicator> comm_;
   policy::Transformer model_{nullptr};
 
@@ -308,7 +313,7 @@ class Trainer::Impl {
       if (!groups.empty()) {
         const uint64_t seed =
             SplitMix64(static_cast<uint64_t>(options_.learner.seed) ^ SplitMix64(step_));
-        ASSIGN_OR_RETURN(m.plan, PlanUpdate(groups, options_.batching, options_.loss,
+        ASSIGN_OR_RETURN(m.plan, PlanUpdate(groups, options_.batching, estimator_,
                                             options_.max_new_tokens, seed));
       }
       m.groups = std::move(groups);
@@ -394,7 +399,7 @@ class Trainer::Impl {
       ASSIGN_OR_RETURN(
           UpdateDiagnostics d,
           AccumulateStepGradients(model_, m.groups, ShardStep(step, rank, world), step.normalizer,
-                                  options_.loss, options_.batching, precompute ? &old : nullptr,
+                                  estimator_, options_.batching, precompute ? &old : nullptr,
                                   reference_.is_empty() ? nullptr : &reference_));
       MergeDiagnostics(d, &local);
       double norm = 0.0;
@@ -459,7 +464,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (options.learner.collective_timeout_s <= 0) {
     return absl::InvalidArgumentError("trainer: learner.collective_timeout_s must be positive");
   }
-  auto impl = std::make_unique<Impl>(options, metrics);
+  ASSIGN_OR_RETURN(ParsedEstimator estimator, ParsedEstimator::Parse(options.loss));
+  auto impl = std::make_unique<Impl>(options, metrics, std::move(estimator));
   RETURN_IF_ERROR(Guarded("trainer init", [&] { return impl->Init(); }));
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }

@@ -110,11 +110,13 @@ struct UpdateResult {
 
 class Trainer {
  public:
-  // Builds the model (loading base_weights_path on rank 0), the optional KL
-  // reference, AdamW and the communicator (rendezvous with the other ranks,
-  // bounded by learner.collective_timeout_s). `metrics` may be null; rank 0
-  // records every update, the step, the world size and checkpoint times in
-  // it (it registers nothing itself). `metrics` must outlive the Trainer.
+  // Parses options.loss once (ParsedEstimator::Parse: InvalidArgument naming
+  // the key, e.g. an unregistered loss.estimator), then builds the model
+  // (loading base_weights_path on rank 0), the optional KL reference, AdamW
+  // and the communicator (rendezvous with the other ranks, bounded by
+  // learner.collective_timeout_s). `metrics` may be null; rank 0 records
+  // every update, the step, the world size and checkpoint times in it (it
+  // registers nothing itself). `metrics` must outlive the Trainer.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options,
                                                          UpdateMetrics* metrics);
   ~Trainer();
