@@ -17,9 +17,9 @@
 #include "actor/actor_impl.h"
 #include "actor/rollout.h"
 #include "actor/transport.h"
-#include "common/grpc_util.h"
+#include "common/base/status_macros.h"
+#include "common/net/grpc_util.h"
 #include "common/policy/factory.h"
-#include "common/status_macros.h"
 
 namespace rlvr::actor {
 namespace {

@@ -43,7 +43,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "prometheus/registry.h"
 
 namespace rlvr::actor {
@@ -53,7 +53,7 @@ struct ActorOptions {
   std::string learner_address;
   // Channel credentials for the learner; null means plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
-  // Bearer token attached to every call to the learner (common/auth.h); empty = none.
+  // Bearer token attached to every call to the learner (common/net/auth.h); empty = none.
   std::string auth_token;
   // Stable actor name for the learner's logs (pod name, host:pid).
   std::string actor_id = "actor";

@@ -37,8 +37,8 @@
 #include "actor/model_slots.h"
 #include "actor/outbox.h"
 #include "common/policy/model.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::actor {

@@ -1,6 +1,6 @@
 #include "actor/actor_metrics.h"
 
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 
 namespace rlvr::actor {
 

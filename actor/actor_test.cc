@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "actor/testing/fake_learner.h"
-#include "common/grpc_testing.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/testing/grpc_testing.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::actor {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 
 namespace rlvr::actor {
 namespace {

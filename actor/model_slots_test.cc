@@ -14,7 +14,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 
 namespace rlvr::actor {
 namespace {

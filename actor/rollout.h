@@ -21,8 +21,8 @@
 #include "actor/group_pool.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 #include "rlvr/v1/rollout.pb.h"
 #include "rlvr/v1/session.pb.h"
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "actor/actor_impl.h"
 #include "actor/transport.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "rlvr/v1/session.grpc.pb.h"
 
 namespace rlvr::actor {

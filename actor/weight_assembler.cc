@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/checksum.h"
+#include "common/base/checksum.h"
 
 namespace rlvr::actor {
 namespace {

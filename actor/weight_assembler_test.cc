@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "actor/transport.h"
-#include "common/checksum.h"
+#include "common/base/checksum.h"
 
 namespace rlvr::actor {
 namespace {

@@ -21,7 +21,7 @@
 #include "actor/actor_impl.h"
 #include "actor/weight_assembler.h"
 #include "actor/weight_stream.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/policy/weights.h"
 
 namespace rlvr::actor {

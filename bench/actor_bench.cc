@@ -18,14 +18,14 @@
 #include "actor/actor.h"
 #include "actor/rollout.h"
 #include "actor/testing/fake_learner.h"
-#include "common/flags.h"
-#include "common/logging.h"
-#include "common/memory_policy.h"
+#include "common/base/logging.h"
+#include "common/base/memory_policy.h"
+#include "common/config/flags.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
 #include "common/policy/weights.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace {
 

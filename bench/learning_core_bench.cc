@@ -1,4 +1,4 @@
-// Learning-core overhead: for the default model (common/run_config.h
+// Learning-core overhead: for the default model (common/config/run_config.h
 // ModelConfig) and one optimizer step of 64 groups x G=8 rollouts, the time
 // of AccumulateStepGradients (forward + estimator + diagnostics + backward)
 // against the bare policy forward+backward on the same micro-batches,
@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "bench/bench_groups.h"
-#include "common/memory_policy.h"
+#include "common/base/memory_policy.h"
+#include "common/config/run_config.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
-#include "common/run_config.h"
-#include "common/tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 #include "learner/core/batcher.h"
 #include "learner/core/diagnostics.h"
 #include "learner/core/estimator.h"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/memory_policy.h"
+#include "common/base/memory_policy.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
 #include "common/policy/weights.h"

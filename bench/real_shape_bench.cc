@@ -30,11 +30,11 @@
 #include <thread>
 #include <vector>
 
-#include "common/memory_policy.h"
+#include "common/base/memory_policy.h"
+#include "common/config/run_config.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
-#include "common/run_config.h"
 
 namespace {
 

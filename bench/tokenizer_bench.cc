@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 #include "common/tokenizer/hf_tokenizer.h"
 #include "common/tokenizer/onig_regex.h"
 #include "nlohmann/json.hpp"

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "bench/bench_groups.h"
-#include "common/memory_policy.h"
+#include "common/base/memory_policy.h"
+#include "common/config/run_config.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
-#include "common/run_config.h"
-#include "common/tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 #include "learner/trainer/trainer.h"
 
 namespace {

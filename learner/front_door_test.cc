@@ -16,7 +16,7 @@
 #include <optional>
 #include <thread>
 
-#include "common/grpc_util.h"
+#include "common/net/grpc_util.h"
 #include "learner/learner_metrics.h"
 #include "learner/session_service.h"
 

@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "learner/learner_metrics.h"
 #include "learner/lease_table.h"
 #include "learner/received_group.h"

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "prometheus/registry.h"
 
 namespace rlvr::learner {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 #include "prometheus/family.h"
 
 namespace rlvr::learner {

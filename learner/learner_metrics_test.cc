@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "prometheus/registry.h"
 
 namespace rlvr::learner {

@@ -44,7 +44,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "learner/received_group.h"
 #include "learner/rollout_buffer.h"
 #include "rlvr/v1/session.pb.h"

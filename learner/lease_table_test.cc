@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 #include "learner/lease_testing.h"
 #include "learner/rollout_decoder.h"
 

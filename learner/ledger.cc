@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace rlvr::learner {
 namespace {

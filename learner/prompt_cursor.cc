@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 
 namespace rlvr::learner {
 namespace {}  // namespace

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::learner {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_util.h"
+#include "common/net/grpc_util.h"
 #include "learner/rollout_decoder.h"
 
 // Exported by gRPC core (src/core/lib/surface/call_test_only.h) but not in its

@@ -43,9 +43,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/grpc_util.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
+#include "common/net/auth.h"
+#include "common/net/grpc_util.h"
 #include "learner/ingest.h"
 #include "rlvr/v1/session.grpc.pb.h"
 

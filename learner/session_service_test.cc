@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "common/grpc_util.h"
+#include "common/net/grpc_util.h"
 #include "learner/rollout_decoder.h"
 #include "learner/weight_publisher.h"
 

@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "rlvr/v1/status.grpc.pb.h"
 
 namespace rlvr::learner {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/checksum.h"
+#include "common/base/checksum.h"
 
 namespace rlvr::learner {
 namespace {

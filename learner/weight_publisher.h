@@ -25,7 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "learner/learner_metrics.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 

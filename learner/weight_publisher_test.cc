@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "common/checksum.h"
-#include "common/grpc_util.h"
+#include "common/base/checksum.h"
+#include "common/net/grpc_util.h"
 
 namespace rlvr::learner {
 namespace {

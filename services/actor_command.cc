@@ -15,12 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
-#include "common/auth.h"
-#include "common/flags.h"
-#include "common/grpc_util.h"
-#include "common/logging.h"
-#include "common/metrics.h"
-#include "common/run_config.h"
+#include "common/base/logging.h"
+#include "common/config/flags.h"
+#include "common/config/run_config.h"
+#include "common/metrics/metrics.h"
+#include "common/net/auth.h"
+#include "common/net/grpc_util.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 

@@ -1,6 +1,6 @@
 #include "services/load_config.h"
 
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "learner/core/estimator_registry.h"
 
 namespace rlvr::services {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/memory_policy.h"
+#include "common/base/memory_policy.h"
 #include "services/commands.h"
 
 namespace {

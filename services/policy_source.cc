@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/policy/weights.h"
-#include "common/status_macros.h"
 #include "learner/trainer/trainer.h"
 
 namespace rlvr::services {

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/config/run_config.h"
 #include "common/policy/factory.h"
 #include "common/policy/model.h"
-#include "common/run_config.h"
 
 namespace rlvr::services {
 

@@ -3,16 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/logging.h"
+#include "common/base/logging.h"
+#include "common/config/flags.h"
+#include "common/config/run_config.h"
 #include "common/policy/evaluate.h"
 #include "common/policy/factory.h"
 #include "common/policy/model.h"
 #include "common/policy/pretrain.h"
 #include "common/policy/weights.h"
-#include "common/run_config.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 

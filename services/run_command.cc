@@ -6,9 +6,9 @@
 #include <climits>
 #include <cstdio>
 
-#include "common/flags.h"
-#include "common/logging.h"
-#include "common/run_config.h"
+#include "common/base/logging.h"
+#include "common/config/flags.h"
+#include "common/config/run_config.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 #include "services/runner/runner.h"

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/flags.h"
-#include "common/logging.h"
+#include "common/base/logging.h"
+#include "common/base/status_macros.h"
+#include "common/config/flags.h"
+#include "common/config/run_config.h"
 #include "common/policy/score.h"
-#include "common/run_config.h"
-#include "common/status_macros.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 #include "services/policy_source.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
+#include "common/config/flags.h"
 #include "common/tokenizer/hf_tokenizer.h"
 #include "services/commands.h"
 

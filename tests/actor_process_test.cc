@@ -22,11 +22,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "actor/testing/fake_learner.h"
-#include "common/grpc_testing.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/testing/grpc_testing.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr {
 namespace {

@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/checksum.h"
-#include "common/grpc_util.h"
-#include "common/status_macros.h"
+#include "common/base/checksum.h"
+#include "common/base/status_macros.h"
+#include "common/net/grpc_util.h"
 #include "rlvr/v1/session.grpc.pb.h"
 #include "rlvr/v1/weights.grpc.pb.h"
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 #include "rlvr/v1/rollout.pb.h"
 #include "rlvr/v1/session.pb.h"
 

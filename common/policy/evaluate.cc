@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/policy/model.h"
 #include "common/policy/sampler.h"
-#include "common/status_macros.h"
 
 namespace rlvr::policy {
 namespace {

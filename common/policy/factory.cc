@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/policy/hf_checkpoint.h"
 #include "common/policy/hf_config.h"
 #include "common/policy/model.h"
-#include "common/status_macros.h"
 #include "common/tokenizer/hf_tokenizer.h"
 
 namespace rlvr::policy {

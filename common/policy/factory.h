@@ -23,8 +23,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/run_config.h"
-#include "common/tokenizer.h"
+#include "common/config/run_config.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::policy {
 

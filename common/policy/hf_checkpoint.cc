@@ -8,9 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status_macros.h"
 #include "common/policy/hf_config.h"
 #include "common/safetensors/safetensors.h"
-#include "common/status_macros.h"
 
 namespace rlvr::policy {
 namespace {

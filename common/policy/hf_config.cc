@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace rlvr::policy {
 namespace {

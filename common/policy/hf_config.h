@@ -29,7 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 
 namespace rlvr::policy {
 

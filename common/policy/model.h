@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 
 namespace rlvr::policy {
 

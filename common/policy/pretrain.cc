@@ -9,10 +9,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/base/lr_schedule.h"
+#include "common/base/status_macros.h"
 #include "common/policy/evaluate.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
-#include "common/status_macros.h"
 
 namespace rlvr::policy {
 namespace {

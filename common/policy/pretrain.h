@@ -10,9 +10,9 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "common/run_config.h"
-#include "common/task.h"
-#include "common/tokenizer.h"
+#include "common/config/run_config.h"
+#include "common/tasks/task.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::policy {
 

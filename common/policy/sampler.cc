@@ -7,7 +7,7 @@
 #include <functional>
 #include <limits>
 
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 
 namespace rlvr::policy {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/checksum.h"
 #include "common/base/file_io.h"
-#include "common/checksum.h"
 #include "common/policy/model.h"
 
 namespace rlvr::policy {

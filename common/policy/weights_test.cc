@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/checksum.h"
+#include "common/base/checksum.h"
 #include "common/policy/model.h"
 
 namespace rlvr::policy {

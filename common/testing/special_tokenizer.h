@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::testing {
 

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "common/tokenizer/onig_regex.h"
 #include "common/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"

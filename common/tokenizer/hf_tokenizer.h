@@ -25,7 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 
 namespace rlvr {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Checks run-config YAML files (the ConfigMap sources under deploy/k8s)
-// against the schema registered in common/run_config.cc: known keys, types,
+// against the schema registered in common/config/run_config.cc: known keys, types,
 // ranges, enum values and the cross-field relations of ValidateRunConfig that
 // the deployment configs touch. See run-config-schema.mjs.
 // Usage: check-run-config.mjs [--run-config-cc F] CONFIG.yaml...
@@ -11,7 +11,7 @@ import { loadRunConfigSchema, checkRunConfig } from "./run-config-schema.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-let cc = path.resolve(here, "../../common/run_config.cc");
+let cc = path.resolve(here, "../../common/config/run_config.cc");
 const files = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--run-config-cc") cc = args[++i];

@@ -1,4 +1,4 @@
-// The run-config schema as registered in common/run_config.cc
+// The run-config schema as registered in common/config/run_config.cc
 // (DescribeRunConfig: s->Int("model.d_model", &m.d_model, 8, 8192, "...")),
 // read from the C++ source so that deployment configs are checked against the
 // same keys, types, ranges and enum values the `rlvr` loader enforces, without
@@ -124,7 +124,7 @@ export function checkRunConfig(text, schema) {
                  [...schema.keys()].some((p) => p.startsWith(`${key}.`))) {
         walk(v, key);
       } else {
-        problems.push(`unknown key "${key}" (not registered in common/run_config.cc)`);
+        problems.push(`unknown key "${key}" (not registered in common/config/run_config.cc)`);
       }
     }
   };

@@ -19,7 +19,7 @@
 //      success, with rank 0's checkpoints on a claim and a pretrain step;
 //      ServiceMonitors labelled for kube-prometheus-stack; NetworkPolicy for
 //      the learner's gRPC port;
-//   4. the run config in each rlvr ConfigMap against common/run_config.cc's
+//   4. the run config in each rlvr ConfigMap against common/config/run_config.cc's
 //      schema (same check as check-run-config.mjs).
 // Usage: validate-k8s.mjs [--require-gpu LABEL] [--run-config-cc F]
 //                         [--expect-image LABEL=IMAGE] [--external-secret NAME]
@@ -44,7 +44,7 @@ const args = process.argv.slice(2);
 const requireGpu = new Set();
 const expectImage = new Map();      // set label -> the image every container must render
 const externalSecrets = new Set();  // Secrets the operator creates (not rendered)
-let runConfigCc = path.resolve(here, "../../common/run_config.cc");
+let runConfigCc = path.resolve(here, "../../common/config/run_config.cc");
 const files = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--require-gpu") requireGpu.add(args[++i]);

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 
 namespace rlvr::learner {
 

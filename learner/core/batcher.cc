@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
 #include "learner/core/advantage.h"
 #include "learner/core/packing.h"
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "learner/core/estimator_registry.h"
 #include "learner/core/group.h"
 

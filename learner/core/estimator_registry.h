@@ -30,7 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 
 namespace rlvr::learner {
 

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 
 namespace rlvr::learner {
 

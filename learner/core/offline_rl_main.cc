@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "learner/core/offline_rl.h"
 
 int main(int argc, char** argv) {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/run_config.h"
 #include "common/policy/model.h"
-#include "common/run_config.h"
 #include "learner/core/batcher.h"
 #include "learner/core/estimator_registry.h"
 #include "learner/core/group.h"

@@ -4,7 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/metrics.h"
+#include "common/metrics/metrics.h"
 #include "learner/diagnostics/schema.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"

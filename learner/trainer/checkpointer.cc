@@ -16,9 +16,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/checksum.h"
 #include "common/base/file_io.h"
-#include "common/checksum.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace rlvr::learner {
 namespace {

@@ -1,6 +1,6 @@
 // On-disk checkpoints of the learner: a directory of `ckpt-<step>/`
 // subdirectories, each holding named binary parts (`<part>.bin`) and a
-// MANIFEST that lists every part with its size and CRC-32 (common/checksum.h)
+// MANIFEST that lists every part with its size and CRC-32 (common/base/checksum.h)
 // and is itself checksummed. Torch-free: the Trainer decides what the parts
 // are (model weights, optimizer state, RNG state, trainer counters, the
 // ingest side's opaque state); this class only stores and verifies bytes.

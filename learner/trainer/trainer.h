@@ -57,7 +57,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/run_config.h"
+#include "common/config/run_config.h"
 #include "learner/core/group.h"
 #include "learner/diagnostics/update_diagnostics.h"
 

@@ -19,7 +19,7 @@
 #include "common/policy/factory.h"
 #include "common/policy/hf_config.h"
 #include "common/policy/model.h"
-#include "common/tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 #include "learner/core/estimator_registry.h"
 #include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"

@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "services/runner/cpu_list.h"
 #include "services/runner/process.h"
 #include "services/runner/report.h"

@@ -4,7 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "common/grpc_util.h"
+#include "common/net/grpc_util.h"
 #include "rlvr/v1/status.grpc.pb.h"
 
 namespace rlvr::testing {

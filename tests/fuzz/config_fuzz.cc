@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/config_schema.h"
-#include "common/run_config.h"
+#include "common/config/config_schema.h"
+#include "common/config/run_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/checksum.h"
+#include "common/base/checksum.h"
+#include "common/config/run_config.h"
 #include "common/policy/model.h"
 #include "common/policy/weights.h"
-#include "common/run_config.h"
 
 namespace {
 

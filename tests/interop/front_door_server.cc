@@ -26,11 +26,11 @@
 #include <string>
 #include <thread>
 
-#include "common/auth.h"
-#include "common/flags.h"
-#include "common/grpc_util.h"
-#include "common/run_config.h"
-#include "common/splitmix.h"
+#include "common/base/splitmix.h"
+#include "common/config/flags.h"
+#include "common/config/run_config.h"
+#include "common/net/auth.h"
+#include "common/net/grpc_util.h"
 #include "learner/ingest.h"
 #include "learner/learner_metrics.h"
 #include "learner/session_service.h"

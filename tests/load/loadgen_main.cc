@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/flags.h"
+#include "common/config/flags.h"
 #include "tests/load/load_generator.h"
 
 namespace {
