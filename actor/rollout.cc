@@ -11,18 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/base/splitmix.h"
 
 namespace rlvr::actor {
 namespace {
 
 double SecondsSince(absl::Time t0) { return absl::ToDoubleSeconds(absl::Now() - t0); }
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Leases that may share one Generate call: identical sampling parameters
 // (the seed is per row, so it is not part of the key).
