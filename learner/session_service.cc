@@ -488,7 +488,7 @@ SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth,
       [this](uint64_t session, const std::string& why) { Evict(session, why); });
   ingest_->SetRevokeCallback([this](uint64_t session, const std::vector<uint64_t>& lease_ids,
                                     uint64_t version) { Revoke(session, lease_ids, version); });
-  deadline_thread_ = std::thread([this] { HelloDeadlineLoop(); });
+  housekeeping_thread_ = std::thread([this] { HousekeepingLoop(); });
 }
 
 SessionServiceImpl::~SessionServiceImpl() {
@@ -496,7 +496,7 @@ SessionServiceImpl::~SessionServiceImpl() {
     absl::MutexLock l(&mu_);
     stop_ = true;
   }
-  deadline_thread_.join();
+  housekeeping_thread_.join();
   ingest_->SetWakeCallback(nullptr);
   ingest_->SetEvictCallback(nullptr);
   ingest_->SetRevokeCallback(nullptr);
@@ -542,6 +542,7 @@ void SessionServiceImpl::Register(SessionReactor* r, uint64_t session) {
 }
 
 void SessionServiceImpl::Unregister(SessionReactor* r) {
+  if (options_.memory_releaser != nullptr) options_.memory_releaser->StreamEnded();
   absl::MutexLock l(&mu_);
   --live_;
   reactors_.erase(r);
@@ -571,19 +572,23 @@ void SessionServiceImpl::Revoke(uint64_t session, const std::vector<uint64_t>& l
   if (it != by_session_.end()) it->second->EnqueueRevocation(lease_ids, version);
 }
 
-void SessionServiceImpl::HelloDeadlineLoop() {
+void SessionServiceImpl::HousekeepingLoop() {
   const absl::Duration poll = std::clamp(absl::Seconds(options_.hello_timeout_s / 4),
                                          absl::Milliseconds(10), absl::Milliseconds(100));
-  absl::MutexLock l(&mu_);
-  while (!stop_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), poll);
-    if (stop_) break;
-    const absl::Time now = absl::Now();
-    for (auto& [r, deadline] : awaiting_) {
-      if (deadline > now) continue;
-      deadline = absl::InfiniteFuture();  // Ended once; gone at OnDone.
-      r->HelloTimeout(options_.hello_timeout_s);
+  for (;;) {
+    {
+      absl::MutexLock l(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), poll);
+      if (stop_) return;
+      const absl::Time now = absl::Now();
+      for (auto& [r, deadline] : awaiting_) {
+        if (deadline > now) continue;
+        deadline = absl::InfiniteFuture();  // Ended once; gone at OnDone.
+        r->HelloTimeout(options_.hello_timeout_s);
+      }
     }
+    // Without mu_: a release takes milliseconds.
+    if (options_.memory_releaser != nullptr) options_.memory_releaser->ReleaseIfDue();
   }
 }
 

@@ -12,7 +12,8 @@
 //                          [--min_client_ping_interval_ms MS] [--accept_compressed]
 //                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
 //                          [--log_updates] [--max_sessions N] [--stats_file F]
-//                          [--glibc_defaults]
+//                          [--glibc_defaults] [--trim_min_ended N] [--trim_quiet_s S]
+//                          [--trim_min_interval_s S]
 // Runs until SIGTERM/SIGINT. Like `rlvr learner`, it applies the learner's
 // allocator policy (common/memory_policy.h) unless --glibc_defaults. With
 // --stats_file, SIGUSR1 makes it write its memory figures and stream counts
@@ -32,6 +33,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/flags.h"
 #include "common/grpc_util.h"
@@ -62,7 +64,7 @@ long ProcStatus(const std::string& field) {
 }
 
 void WriteStats(const std::string& path, bool trim, int live_streams, int awaiting_hello,
-                int open_sessions, int watchers) {
+                int open_sessions, int watchers, int releases) {
   long trim_us = -1;
   if (trim) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -76,7 +78,7 @@ void WriteStats(const std::string& path, bool trim, int live_streams, int awaiti
   out << "{\"rss_kb\":" << ProcStatus("VmRSS") << ",\"hwm_kb\":" << ProcStatus("VmHWM")
       << ",\"threads\":" << ProcStatus("Threads") << ",\"live_streams\":" << live_streams
       << ",\"awaiting_hello\":" << awaiting_hello << ",\"open_sessions\":" << open_sessions
-      << ",\"watchers\":" << watchers << ",\"trim_us\":" << trim_us
+      << ",\"watchers\":" << watchers << ",\"releases\":" << releases << ",\"trim_us\":" << trim_us
       << ",\"malloc\":{\"in_use_kb\":" << (mi.uordblks + mi.hblkhd) / 1024
       << ",\"free_kb\":" << mi.fordblks / 1024 << ",\"mmapped_kb\":" << mi.hblkhd / 1024
       << ",\"heap_kb\":" << mi.arena / 1024 << ",\"top_pad_kb\":" << mi.keepcost / 1024 << "}}\n";
@@ -101,6 +103,9 @@ int main(int argc, char** argv) {
   int max_sessions = rlvr::LearnerConfig().max_sessions;
   std::string stats_file;
   bool glibc_defaults = false;
+  rlvr::BurstTrimSchedule::Options trim;
+  double trim_quiet_s = absl::ToDoubleSeconds(trim.quiet);
+  double trim_min_interval_s = absl::ToDoubleSeconds(trim.min_interval);
   rlvr::FlagSet flags("front_door_server", "The learner's gRPC front door without a model.");
   flags.String("port_file", &port_file, "Write the bound port here.");
   flags.Int64("weight_bytes", &weight_bytes, "Size of the published weight version.");
@@ -120,6 +125,10 @@ int main(int argc, char** argv) {
   flags.String("stats_file", &stats_file, "SIGUSR1/SIGUSR2 write memory figures here.");
   flags.Bool("glibc_defaults", &glibc_defaults,
              "Leave glibc's allocator defaults (measurement aid: no memory policy).");
+  flags.Int("trim_min_ended", &trim.min_ended,
+            "Return freed memory after this many streams ended; 0 = never.");
+  flags.Double("trim_quiet_s", &trim_quiet_s, "... once no stream ended for this long, s.");
+  flags.Double("trim_min_interval_s", &trim_min_interval_s, "... at most this often, s.");
   if (auto s = flags.Parse(argc - 1, argv + 1); !s.ok() || flags.help_requested()) {
     std::fprintf(stderr, "%s%s\n", std::string(s.message()).c_str(), flags.Usage().c_str());
     return s.ok() ? 0 : 2;
@@ -153,9 +162,13 @@ int main(int argc, char** argv) {
   const rlvr::TokenChecker* auth = checker.enabled() ? &checker : nullptr;
   rlvr::learner::SessionServiceOptions so;
   so.hello_timeout_s = hello_timeout_s;
+  trim.quiet = absl::Seconds(trim_quiet_s);
+  trim.min_interval = absl::Seconds(trim_min_interval_s);
+  rlvr::MemoryReleaser releaser(trim);  // As the learner: both services report ended streams.
+  so.memory_releaser = &releaser;
   rlvr::learner::SessionServiceImpl sessions(&ingest, auth, so);
   rlvr::learner::WeightPublisher publisher(&metrics, rlvr::learner::WeightPublisher::kMaxChunkBytes,
-                                           auth);
+                                           auth, &releaser);
   rlvr::learner::StatusServiceImpl status(
       [&] {
         rlvr::v1::LearnerStatus s;
@@ -216,7 +229,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (const int asked = g_stats.exchange(0); asked != 0 && !stats_file.empty()) {
       WriteStats(stats_file, asked == 2, sessions.live_streams(), sessions.awaiting_hello(),
-                 sessions.open_sessions(), publisher.watchers());
+                 sessions.open_sessions(), publisher.watchers(), releaser.releases());
     }
   }
   publisher.Shutdown();

@@ -28,7 +28,10 @@
 // ("round") and a last one ("summary").
 //   node streams.js --target 127.0.0.1:PORT --proto_dir DIR --pid PID --stats_file F
 //        [--mode no_hello_cancel] [--n 1000] [--rounds 5] [--settle_ms 300]
-//        [--trim_at_end 0|1]
+//        [--release_wait_ms 2000] [--trim_at_end 0|1]
+// After a round's streams are gone it waits --settle_ms, then up to
+// --release_wait_ms for the server to return freed memory (its count of
+// releases moves) before it takes the "after" figures.
 "use strict";
 const fs = require("node:fs");
 const grpc = require("@grpc/grpc-js");
@@ -37,9 +40,12 @@ const protoLoader = require("@grpc/proto-loader");
 const MODES = ["no_hello_cancel", "no_hello_deadline", "hello_cancel", "weights_cancel"];
 
 function parseArgs(argv) {
-  const out = { mode: "no_hello_cancel", n: 1000, rounds: 5, settle_ms: 300, trim_at_end: 0 };
+  const out = { mode: "no_hello_cancel", n: 1000, rounds: 5, settle_ms: 300, trim_at_end: 0,
+                release_wait_ms: 2000 };
   for (let i = 0; i < argv.length; i += 2) out[argv[i].replace(/^--/, "")] = argv[i + 1];
-  for (const k of ["n", "rounds", "settle_ms", "trim_at_end", "pid"]) out[k] = Number(out[k]);
+  for (const k of ["n", "rounds", "settle_ms", "trim_at_end", "pid", "release_wait_ms"]) {
+    out[k] = Number(out[k]);
+  }
   if (!out.target || !out.proto_dir || !out.pid || !out.stats_file) {
     throw new Error("--target, --proto_dir, --pid and --stats_file are required");
   }
@@ -134,15 +140,25 @@ async function round(args, pkg, mode, r) {
     for (const c of calls) if (!c.ended) c.call.cancel();
   }
   await waitFor(() => ended === args.n, 20000, "every stream to end on the client");
+  let gone = null;  // The server's figures once it freed every stream.
   await waitFor(async () => {
     const s = await serverStats(args);
-    return s.live_streams === 0 && s.awaiting_hello === 0 && s.open_sessions === 0 &&
-           s.watchers === 0;
+    if (s.live_streams === 0 && s.awaiting_hello === 0 && s.open_sessions === 0 &&
+        s.watchers === 0) gone = s;
+    return gone !== null;
   }, 20000, "the server to free every stream");
   client.close();
   await sleep(args.settle_ms);  // The connection's teardown.
-  const after = await serverStats(args);
+  // A server that returns freed memory after a burst (SessionServiceOptions
+  // memory_trim) does it once the burst is over: the figures after it.
+  let after = await serverStats(args);
+  const tw = Date.now();
+  while (after.releases === gone.releases && Date.now() - tw < args.release_wait_ms) {
+    await sleep(50);
+    after = await serverStats(args);
+  }
   const out = { round: r, mode, n: args.n, refused, held: args.n - refused, codes,
+                released: after.releases - gone.releases,
                 received: held,
                 opened_ms, total_ms: Date.now() - t0,
                 rss_kb: { before: before.rss_kb, peak: peak.rss_kb, after: after.rss_kb },
@@ -176,7 +192,8 @@ async function main() {
                     peak_rss_mb: rounds.map((x) => MB(x.peak)),
                     after_rss_mb: rounds.map((x) => MB(x.last.rss_kb.after)),
                     after_in_use_mb: rounds.map((x) => MB(x.last.in_use_kb.after)),
-                    after_free_mb: rounds.map((x) => MB(x.last.free_kb.after)) };
+                    after_free_mb: rounds.map((x) => MB(x.last.free_kb.after)),
+                    released: rounds.map((x) => x.last.released) };
   if (args.trim_at_end) {
     const t = await serverStats(args, "SIGUSR2");
     summary.trimmed = { rss_kb: t.rss_kb, in_use_kb: t.malloc.in_use_kb,
