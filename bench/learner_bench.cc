@@ -215,7 +215,10 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
   std::vector<LeasePrompt> prompts;
   for (int i = 0; i < 4096; ++i) prompts.push_back({"p" + std::to_string(i), {1, 20, 21, 30}, "1"});
   Ingest ingest(o, prompts, &metrics);
-  SessionServiceImpl service(&ingest);
+  MemoryReleaser releaser;  // As the learner wires it (learner/learner.cc).
+  SessionServiceOptions session_options;
+  session_options.memory_releaser = &releaser;
+  SessionServiceImpl service(&ingest, nullptr, session_options);
   GrpcServerOptions so;
   auto started = StartGrpcServer(so, {&service});
   if (!started.ok()) {

@@ -4,9 +4,11 @@
 // max_sessions and closed at the Hello deadline; Hello.capacity is clamped
 // and advertised; rejected-group logs are rate limited; compressed calls are
 // refused; every refusal reason is registered and counted; published
-// diagnostics are clamped.
+// diagnostics are clamped; ended streams are reported to the memory
+// releaser, which releases once a burst is over.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/base/memory_policy.h"
 #include "common/net/grpc_util.h"
 #include "learner/learner_metrics.h"
 #include "learner/session_service.h"
@@ -134,6 +137,8 @@ struct FrontDoorParams {
   int max_capacity = 4;
   double hello_timeout_s = 0.5;
   int log_lines_per_s = 20;
+  // The memory releaser's schedule (0: it never releases).
+  int release_after_streams = 0;
 };
 
 class FrontDoorTest : public ::testing::Test {
@@ -159,6 +164,12 @@ class FrontDoorTest : public ::testing::Test {
     SessionServiceOptions so;
     so.hello_timeout_s = p.hello_timeout_s;
     so.log_lines_per_s = p.log_lines_per_s;
+    BurstTrimSchedule::Options trim;
+    trim.min_ended = p.release_after_streams;
+    trim.quiet = absl::Milliseconds(100);
+    trim.min_interval = absl::ZeroDuration();
+    releaser_ = std::make_unique<MemoryReleaser>(trim, [this] { return ++release_calls_ > 0; });
+    so.memory_releaser = releaser_.get();
     service_ = std::make_unique<SessionServiceImpl>(ingest_.get(), nullptr, so);
     LearnerConfig lc;
     lc.max_message_bytes = o.max_message_bytes;
@@ -192,6 +203,8 @@ class FrontDoorTest : public ::testing::Test {
 
   LearnerMetrics metrics_{std::make_shared<prometheus::Registry>()};
   std::unique_ptr<Ingest> ingest_;
+  std::atomic<int> release_calls_{0};
+  std::unique_ptr<MemoryReleaser> releaser_;  // Outlives service_.
   std::unique_ptr<SessionServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -333,6 +346,42 @@ TEST_F(FrontDoorTest, HelloLessStreamsAreBoundedAndClosedAtTheDeadline) {
   }
   EXPECT_TRUE(WaitLiveStreams(1, 0.5)) << "cancelled streams were not freed";
   EXPECT_EQ(Refusals("cancelled_before_hello"), 3);
+}
+
+// Every stream that ends (refused, cancelled before Hello, a session
+// closed by its actor) is reported to the memory releaser; the service's
+// background thread releases once the burst is over, and not again without
+// a new burst.
+TEST_F(FrontDoorTest, EndedStreamsAreReleasedOnceAfterTheBurst) {
+  FrontDoorParams p;
+  p.hello_timeout_s = 5;
+  p.release_after_streams = 8;
+  Start(p);
+  {
+    std::vector<std::unique_ptr<AsyncSession>> burst;
+    for (int i = 0; i < 10; ++i) {
+      burst.push_back(std::make_unique<AsyncSession>(stub_.get(), 1, /*send_hello=*/i < 2));
+    }
+    // 4 held (2 sessions, 2 awaiting Hello), 6 refused at once.
+    ASSERT_TRUE(WaitLiveStreams(4, 5)) << service_->live_streams();
+    ASSERT_TRUE(burst[0]->WaitFor(5, [&] { return burst[0]->welcome_.has_value(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(releaser_->releases(), 0) << "released before min_ended streams ended";
+  }
+  ASSERT_TRUE(WaitLiveStreams(0, 5));
+  for (int i = 0; i < 300 && releaser_->releases() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(releaser_->releases(), 1);
+  EXPECT_EQ(release_calls_.load(), 1);
+  // Fewer than 8 more: no second release.
+  {
+    AsyncSession one(stub_.get(), 1);
+    ASSERT_TRUE(one.WaitFor(5, [&] { return one.welcome_.has_value(); }));
+  }
+  ASSERT_TRUE(WaitLiveStreams(0, 5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(release_calls_.load(), 1);
 }
 
 // Hello.capacity of 10^9 is clamped to 4 and both are in Welcome; a batch of

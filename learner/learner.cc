@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/base/file_io.h"
+#include "common/base/memory_policy.h"
 #include "common/base/status_macros.h"
 #include "common/metrics/metrics.h"
 #include "common/net/auth.h"
@@ -90,6 +91,9 @@ class RankZero {
   std::unique_ptr<TokenChecker> auth_;
   std::unique_ptr<Ingest> ingest_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  // Returns freed memory to the OS after bursts of ended session and weight
+  // streams (common/memory_policy.h); outlives both services.
+  MemoryReleaser memory_releaser_;
   std::unique_ptr<WeightPublisher> publisher_;
   // The blobs of the two newest published versions. The publisher and the
   // streams sending a version share its blob; once only this holds the
@@ -180,9 +184,11 @@ absl::Status RankZero::Setup() {
 
   auth_ = std::make_unique<TokenChecker>(o_.auth_token, registry_.get(), "learner");
   const TokenChecker* auth = auth_->enabled() ? auth_.get() : nullptr;
-  publisher_ = std::make_unique<WeightPublisher>(&metrics_, WeightPublisher::kMaxChunkBytes, auth);
+  publisher_ = std::make_unique<WeightPublisher>(&metrics_, WeightPublisher::kMaxChunkBytes, auth,
+                                                 &memory_releaser_);
   SessionServiceOptions session_options;
   session_options.hello_timeout_s = cfg_.learner.hello_timeout_s;
+  session_options.memory_releaser = &memory_releaser_;
   sessions_ = std::make_unique<SessionServiceImpl>(ingest_.get(), auth, session_options);
   status_service_ = std::make_unique<StatusServiceImpl>([this] { return Status(); }, auth);
 

@@ -27,6 +27,10 @@
 // refusal is counted in rlvr_learner_call_refusals_total{reason}, and rejected-group log lines are
 // rate limited (the counters keep the totals).
 //
+// Memory: every stream that ends is reported to the options' MemoryReleaser,
+// which the service's background thread asks to return freed memory to the
+// OS once a burst of ended streams is over (common/memory_policy.h).
+//
 // Thread safety: all public methods are thread-safe. The service and the
 // Ingest it uses must outlive the grpc::Server they are registered in
 // (shut the server down first).
@@ -43,6 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/memory_policy.h"
 #include "common/config/run_config.h"
 #include "common/net/auth.h"
 #include "common/net/grpc_util.h"
@@ -59,6 +64,10 @@ struct SessionServiceOptions {
   // Rejected-group (and ignored-message) log lines per second, all sessions
   // together; the rest are counted in reject_logs_suppressed.
   int log_lines_per_s = 20;
+  // Told of every stream that ends; its ReleaseIfDue is called from the
+  // service's background thread (every hello_timeout_s / 4, 10 to 100 ms).
+  // Null: none. Not owned; must outlive the service.
+  MemoryReleaser* memory_releaser = nullptr;
 };
 
 // The largest session message accepted, bytes: a little above
@@ -112,7 +121,9 @@ class SessionServiceImpl final : public rlvr::v1::SessionService::WithRawCallbac
   void Evict(uint64_t session, const std::string& why);
   // Queues a LeaseRevocation on the session's stream (if it is open).
   void Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids, uint64_t version);
-  void HelloDeadlineLoop();
+  // The background thread: ends streams at their Hello deadline and lets
+  // the memory releaser work.
+  void HousekeepingLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a rate-limited log line may be written now; counts it if not.
   bool LogAllowed();
   void Refused(const char* reason) { ingest_->metrics()->CallRefused(reason).Increment(); }
@@ -128,7 +139,7 @@ class SessionServiceImpl final : public rlvr::v1::SessionService::WithRawCallbac
   std::map<SessionReactor*, absl::Time> awaiting_ ABSL_GUARDED_BY(mu_);
   int live_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread deadline_thread_;
+  std::thread housekeeping_thread_;
   absl::Mutex log_mu_;
   absl::Time log_window_ ABSL_GUARDED_BY(log_mu_);
   int log_lines_ ABSL_GUARDED_BY(log_mu_) = 0;

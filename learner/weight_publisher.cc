@@ -176,10 +176,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 };
 
 WeightPublisher::WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes,
-                                 const TokenChecker* auth)
+                                 const TokenChecker* auth, MemoryReleaser* releaser)
     : metrics_(metrics),
       chunk_bytes_(std::clamp<size_t>(chunk_bytes, 1, kMaxChunkBytes)),
-      auth_(auth) {}
+      auth_(auth),
+      releaser_(releaser) {}
 
 WeightPublisher::~WeightPublisher() { Shutdown(); }
 
@@ -260,9 +261,12 @@ void WeightPublisher::Register(WatchReactor* r) {
 }
 
 void WeightPublisher::Unregister(WatchReactor* r) {
-  absl::MutexLock l(&mu_);
-  reactors_.erase(r);
-  if (metrics_ != nullptr) metrics_->weight_watchers->Set(static_cast<double>(reactors_.size()));
+  {
+    absl::MutexLock l(&mu_);
+    reactors_.erase(r);
+    if (metrics_ != nullptr) metrics_->weight_watchers->Set(static_cast<double>(reactors_.size()));
+  }
+  if (releaser_ != nullptr) releaser_->StreamEnded();
 }
 
 }  // namespace rlvr::learner

@@ -25,6 +25,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/memory_policy.h"
 #include "common/net/auth.h"
 #include "learner/learner_metrics.h"
 #include "rlvr/v1/weights.grpc.pb.h"
@@ -82,8 +83,10 @@ class WeightPublisher final : public rlvr::v1::WeightService::WithRawCallbackMet
   // `metrics` may be null (benchmarks); not owned. `chunk_bytes` in [1,
   // kMaxChunkBytes].
   // `auth` (nullable, not owned) checks each call's bearer token.
+  // `releaser` (nullable, not owned, must outlive the publisher) is told of
+  // every watch stream that ends (common/memory_policy.h).
   explicit WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes = kMaxChunkBytes,
-                           const TokenChecker* auth = nullptr);
+                           const TokenChecker* auth = nullptr, MemoryReleaser* releaser = nullptr);
   ~WeightPublisher() override;
 
   // Makes `blob` (the serialized weights of `version`, > every earlier one)
@@ -108,6 +111,7 @@ class WeightPublisher final : public rlvr::v1::WeightService::WithRawCallbackMet
   LearnerMetrics* const metrics_;
   const size_t chunk_bytes_;
   const TokenChecker* const auth_;
+  MemoryReleaser* const releaser_;
   // Lock order: mu_ -> a reactor's mutex -> latest_mu_ (a leaf).
   absl::Mutex mu_;
   std::set<WatchReactor*> reactors_ ABSL_GUARDED_BY(mu_);

@@ -1,9 +1,12 @@
 #include "common/base/memory_policy.h"
 
+#include <glog/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -29,6 +32,78 @@ bool KeepFreedMemoryForReuse() {
 #else
   return false;
 #endif
+}
+
+bool ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+  return true;
+#else
+  return false;
+#endif
+}
+
+int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  long long pages_total = 0;
+  long long pages_resident = 0;
+  const int got = std::fscanf(f, "%lld %lld", &pages_total, &pages_resident);
+  std::fclose(f);
+  if (got != 2) return -1;
+  return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
+}
+
+void BurstTrimSchedule::Ended(absl::Time now) {
+  ++ended_;
+  last_end_ = std::max(last_end_, now);
+}
+
+bool BurstTrimSchedule::Due(absl::Time now) const {
+  return options_.min_ended > 0 && ended_ >= options_.min_ended &&
+         now - last_end_ >= options_.quiet && now - last_release_ >= options_.min_interval;
+}
+
+void BurstTrimSchedule::Released(absl::Time now) {
+  ended_ = 0;
+  last_release_ = now;
+}
+
+MemoryReleaser::MemoryReleaser(BurstTrimSchedule::Options schedule, std::function<bool()> release)
+    : release_(std::move(release)), schedule_(schedule) {}
+
+void MemoryReleaser::StreamEnded() {
+  absl::MutexLock l(&mu_);
+  schedule_.Ended(absl::Now());
+}
+
+bool MemoryReleaser::ReleaseIfDue() {
+  absl::MutexLock one(&release_mu_);
+  int ended;
+  {
+    absl::MutexLock l(&mu_);
+    const absl::Time now = absl::Now();
+    if (!schedule_.Due(now)) return false;
+    ended = schedule_.ended();
+    schedule_.Released(now);
+  }
+  // Milliseconds of work: streams that end meanwhile do not wait for it.
+  const int64_t before = ResidentBytes();
+  const absl::Time t0 = absl::Now();
+  release_();
+  const absl::Duration took = absl::Now() - t0;
+  const int64_t after = ResidentBytes();
+  LOG(INFO) << "returned freed memory to the OS after " << ended << " streams ended: RSS "
+            << before / 1000000 << " -> " << after / 1000000 << " MB in "
+            << absl::ToDoubleMilliseconds(took) << " ms";
+  absl::MutexLock l(&mu_);
+  ++releases_;
+  return true;
+}
+
+int MemoryReleaser::releases() {
+  absl::MutexLock l(&mu_);
+  return releases_;
 }
 
 }  // namespace rlvr

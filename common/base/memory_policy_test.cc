@@ -2,6 +2,9 @@
 // back without page faults (the pages stayed in the heap), where glibc's
 // defaults would mmap it afresh and fault every page in again; and many
 // threads allocating at once share at most AllocatorArenaCap() arenas.
+// ReleaseFreedMemory gives freed blocks between live ones back (the RSS
+// falls); BurstTrimSchedule releases once per burst, after it, rate limited,
+// and MemoryReleaser carries it out.
 #include "common/base/memory_policy.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "absl/synchronization/barrier.h"
+#include "absl/time/clock.h"
 
 namespace rlvr {
 namespace {
@@ -91,6 +95,79 @@ TEST(MemoryPolicyTest, ThreadsShareAtMostOneArenaPerCpu) {
   }
   for (auto& t : threads) t.join();
   EXPECT_LE(Arenas(), AllocatorArenaCap());
+}
+
+// Many small blocks freed between live ones: kept by the policy (no trim of
+// the heap's top can return them), returned by ReleaseFreedMemory.
+TEST(MemoryPolicyTest, ReleaseFreedMemoryReturnsFreedBlocksBetweenLiveOnes) {
+#if !defined(__GLIBC__)
+  GTEST_SKIP() << "not glibc";
+#endif
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+    ASSERT_TRUE(KeepFreedMemoryForReuse());
+  }
+  constexpr int kBlocks = 2048;
+  constexpr size_t kBlockBytes = 32 << 10;  // 64 MiB in all.
+  std::vector<char*> blocks;
+  for (int i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char*>(std::malloc(kBlockBytes)));
+    std::memset(blocks.back(), 1, kBlockBytes);
+  }
+  // Every other block freed: 32 MiB free, none of it at the heap's top.
+  for (int i = 0; i < kBlocks; i += 2) std::free(blocks[i]);
+  const int64_t kept = ResidentBytes();
+  ASSERT_GT(kept, 0);
+  ASSERT_TRUE(ReleaseFreedMemory());
+  const int64_t released = ResidentBytes();
+  EXPECT_LT(released, kept - (24 << 20)) << kept << " -> " << released << " bytes resident";
+  for (int i = 1; i < kBlocks; i += 2) std::free(blocks[i]);
+}
+
+TEST(BurstTrimScheduleTest, OncePerBurstAfterItIsOverRateLimited) {
+  BurstTrimSchedule::Options o;
+  o.min_ended = 3;
+  o.quiet = absl::Milliseconds(500);
+  o.min_interval = absl::Seconds(10);
+  BurstTrimSchedule s(o);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_FALSE(s.Due(t0));
+  s.Ended(t0);
+  s.Ended(t0);
+  EXPECT_FALSE(s.Due(t0 + absl::Seconds(5))) << "fewer than min_ended streams";
+  s.Ended(t0 + absl::Seconds(1));
+  EXPECT_FALSE(s.Due(t0 + absl::Milliseconds(1400))) << "the burst may go on";
+  EXPECT_TRUE(s.Due(t0 + absl::Milliseconds(1500)));
+  s.Released(t0 + absl::Milliseconds(1500));
+  EXPECT_EQ(s.ended(), 0);
+  EXPECT_FALSE(s.Due(t0 + absl::Seconds(2)));
+  // The next burst, over at once: released only 10 s after the last release.
+  for (int i = 0; i < 5; ++i) s.Ended(t0 + absl::Seconds(2));
+  EXPECT_FALSE(s.Due(t0 + absl::Seconds(11)));
+  EXPECT_TRUE(s.Due(t0 + absl::Milliseconds(11500)));
+  // min_ended <= 0: never.
+  o.min_ended = 0;
+  BurstTrimSchedule never(o);
+  for (int i = 0; i < 100; ++i) never.Ended(t0);
+  EXPECT_FALSE(never.Due(t0 + absl::Hours(1)));
+}
+
+TEST(MemoryReleaserTest, ReleasesOnceAfterABurst) {
+  BurstTrimSchedule::Options o;
+  o.min_ended = 10;
+  o.quiet = absl::Milliseconds(50);
+  o.min_interval = absl::ZeroDuration();
+  int calls = 0;
+  MemoryReleaser releaser(o, [&] { return ++calls > 0; });
+  for (int i = 0; i < 9; ++i) releaser.StreamEnded();
+  absl::SleepFor(absl::Milliseconds(60));
+  EXPECT_FALSE(releaser.ReleaseIfDue());
+  releaser.StreamEnded();
+  EXPECT_FALSE(releaser.ReleaseIfDue()) << "released during the burst";
+  absl::SleepFor(absl::Milliseconds(60));
+  EXPECT_TRUE(releaser.ReleaseIfDue());
+  EXPECT_FALSE(releaser.ReleaseIfDue());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(releaser.releases(), 1);
 }
 
 }  // namespace

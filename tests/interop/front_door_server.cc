@@ -11,9 +11,16 @@
 //                          [--lease_timeout_s S] [--auth_token T]
 //                          [--min_client_ping_interval_ms MS] [--accept_compressed]
 //                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
-//                          [--log_updates]
-// Runs until SIGTERM/SIGINT.
+//                          [--log_updates] [--max_sessions N] [--stats_file F]
+//                          [--glibc_defaults] [--trim_min_ended N] [--trim_quiet_s S]
+//                          [--trim_min_interval_s S]
+// Runs until SIGTERM/SIGINT. Like `rlvr learner`, it applies the learner's
+// allocator policy (common/memory_policy.h) unless --glibc_defaults. With
+// --stats_file, SIGUSR1 makes it write its memory figures and stream counts
+// to F as one JSON object (written to F.tmp, then renamed); SIGUSR2 does the
+// same after malloc_trim(0) (tests/interop/streams.js).
 #include <grpcpp/health_check_service_interface.h>
+#include <malloc.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -26,6 +33,8 @@
 #include <string>
 #include <thread>
 
+#include "absl/time/time.h"
+#include "common/base/memory_policy.h"
 #include "common/base/splitmix.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
@@ -40,6 +49,42 @@
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
+// 1: stats asked for (SIGUSR1); 2: trim, then stats (SIGUSR2).
+std::atomic<int> g_stats{0};
+void OnStats(int sig) { g_stats = sig == SIGUSR2 ? 2 : 1; }
+
+// A field of /proc/self/status ("VmRSS", in kB; "Threads"), or -1.
+long ProcStatus(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+void WriteStats(const std::string& path, bool trim, int live_streams, int awaiting_hello,
+                int open_sessions, int watchers, int releases) {
+  long trim_us = -1;
+  if (trim) {
+    const auto t0 = std::chrono::steady_clock::now();
+    malloc_trim(0);
+    trim_us = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+  }
+  const struct mallinfo2 mi = mallinfo2();
+  std::ofstream out(path + ".tmp");
+  out << "{\"rss_kb\":" << ProcStatus("VmRSS") << ",\"hwm_kb\":" << ProcStatus("VmHWM")
+      << ",\"threads\":" << ProcStatus("Threads") << ",\"live_streams\":" << live_streams
+      << ",\"awaiting_hello\":" << awaiting_hello << ",\"open_sessions\":" << open_sessions
+      << ",\"watchers\":" << watchers << ",\"releases\":" << releases << ",\"trim_us\":" << trim_us
+      << ",\"malloc\":{\"in_use_kb\":" << (mi.uordblks + mi.hblkhd) / 1024
+      << ",\"free_kb\":" << mi.fordblks / 1024 << ",\"mmapped_kb\":" << mi.hblkhd / 1024
+      << ",\"heap_kb\":" << mi.arena / 1024 << ",\"top_pad_kb\":" << mi.keepcost / 1024 << "}}\n";
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,6 +100,12 @@ int main(int argc, char** argv) {
   int groups_per_update = 4;
   int update_ms = 0;
   bool log_updates = false;
+  int max_sessions = rlvr::LearnerConfig().max_sessions;
+  std::string stats_file;
+  bool glibc_defaults = false;
+  rlvr::BurstTrimSchedule::Options trim;
+  double trim_quiet_s = absl::ToDoubleSeconds(trim.quiet);
+  double trim_min_interval_s = absl::ToDoubleSeconds(trim.min_interval);
   rlvr::FlagSet flags("front_door_server", "The learner's gRPC front door without a model.");
   flags.String("port_file", &port_file, "Write the bound port here.");
   flags.Int64("weight_bytes", &weight_bytes, "Size of the published weight version.");
@@ -69,12 +120,24 @@ int main(int argc, char** argv) {
   flags.Bool("log_updates", &log_updates, "Print 'update V T_MS' per update.");
   flags.Bool("accept_compressed", &accept_compressed,
              "Enable gzip/deflate (measurement aid: the server before issue 19).");
+  flags.Int("max_sessions", &max_sessions,
+            "Sessions open or awaiting Hello (learner.max_sessions).");
+  flags.String("stats_file", &stats_file, "SIGUSR1/SIGUSR2 write memory figures here.");
+  flags.Bool("glibc_defaults", &glibc_defaults,
+             "Leave glibc's allocator defaults (measurement aid: no memory policy).");
+  flags.Int("trim_min_ended", &trim.min_ended,
+            "Return freed memory after this many streams ended; 0 = never.");
+  flags.Double("trim_quiet_s", &trim_quiet_s, "... once no stream ended for this long, s.");
+  flags.Double("trim_min_interval_s", &trim_min_interval_s, "... at most this often, s.");
   if (auto s = flags.Parse(argc - 1, argv + 1); !s.ok() || flags.help_requested()) {
     std::fprintf(stderr, "%s%s\n", std::string(s.message()).c_str(), flags.Usage().c_str());
     return s.ok() ? 0 : 2;
   }
+  if (!glibc_defaults) rlvr::KeepFreedMemoryForReuse();  // As `rlvr learner`, before threads.
   signal(SIGTERM, OnSignal);
   signal(SIGINT, OnSignal);
+  signal(SIGUSR1, OnStats);
+  signal(SIGUSR2, OnStats);
 
   auto registry = std::make_shared<prometheus::Registry>();
   rlvr::learner::LearnerMetrics metrics(registry);
@@ -87,7 +150,7 @@ int main(int argc, char** argv) {
   o.groups_per_update = groups_per_update;
   o.lease_timeout_s = lease_timeout_s;
   o.max_message_bytes = lc.max_message_bytes;
-  o.max_sessions = lc.max_sessions;
+  o.max_sessions = max_sessions;
   o.max_capacity = lc.max_session_capacity;
   o.lease_expiries_to_close = lc.lease_expiries_to_close;
   o.vocab_size = 16;
@@ -99,9 +162,13 @@ int main(int argc, char** argv) {
   const rlvr::TokenChecker* auth = checker.enabled() ? &checker : nullptr;
   rlvr::learner::SessionServiceOptions so;
   so.hello_timeout_s = hello_timeout_s;
+  trim.quiet = absl::Seconds(trim_quiet_s);
+  trim.min_interval = absl::Seconds(trim_min_interval_s);
+  rlvr::MemoryReleaser releaser(trim);  // As the learner: both services report ended streams.
+  so.memory_releaser = &releaser;
   rlvr::learner::SessionServiceImpl sessions(&ingest, auth, so);
   rlvr::learner::WeightPublisher publisher(&metrics, rlvr::learner::WeightPublisher::kMaxChunkBytes,
-                                           auth);
+                                           auth, &releaser);
   rlvr::learner::StatusServiceImpl status(
       [&] {
         rlvr::v1::LearnerStatus s;
@@ -158,7 +225,13 @@ int main(int argc, char** argv) {
   std::printf("front_door_server listening on port %d (weights %lld bytes)\n", started->port,
               static_cast<long long>(weight_bytes));
   std::fflush(stdout);
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (const int asked = g_stats.exchange(0); asked != 0 && !stats_file.empty()) {
+      WriteStats(stats_file, asked == 2, sessions.live_streams(), sessions.awaiting_hello(),
+                 sessions.open_sessions(), publisher.watchers(), releaser.releases());
+    }
+  }
   publisher.Shutdown();
   ingest.Stop();
   trainer.join();
