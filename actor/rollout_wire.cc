@@ -38,6 +38,14 @@ size_t LenFieldBytes(size_t body) { return 1 + VarintBytes(body) + body; }
 // kept in 32 bits per block of 2^24 ids (at most 10 bytes each), so that a
 // vector holds 8 of them with AVX2 (4 with SSE2, which widens them to 64).
 inline __attribute__((always_inline)) size_t PackedInt32BytesBody(const int32_t* ids, int n) {
+  // Runs of one-byte ids only (every run of a vocabulary below 128, as the
+  // default policy's 99 characters) are told apart by an OR-reduction at
+  // ~1/8 of the sizing loop's instructions; that loop was still ~4.5% of a
+  // one-stream ingest profile. A run with a larger id pays the reduction on
+  // top (ids it has just brought into cache).
+  uint32_t any = 0;
+  for (int i = 0; i < n; ++i) any |= static_cast<uint32_t>(ids[i]);
+  if (any < (1u << 7)) return static_cast<size_t>(n);
   constexpr int64_t kBlock = int64_t{1} << 24;
   size_t bytes = 0;
   for (int64_t start = 0; start < n; start += kBlock) {

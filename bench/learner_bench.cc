@@ -44,6 +44,7 @@
 #include "actor/weight_assembler.h"
 #include "actor/weight_stream.h"
 #include "common/base/memory_policy.h"
+#include "common/base/mutex_policy.h"
 #include "common/net/grpc_util.h"
 #include "learner/ingest.h"
 #include "learner/rollout_decoder.h"
@@ -539,6 +540,7 @@ int main(int argc, char** argv) {
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
+  rlvr::DisableMutexDeadlockDetection();  // As `rlvr` does for every role, too.
   std::printf(
       "learner_bench: loopback, %u hardware threads; build type %s (%s); allocator keeps "
       "freed memory: %s\n",
@@ -558,6 +560,7 @@ int main(int argc, char** argv) {
       "  which come from the allocator's heaps as they do in a role (page faults per row below)\n",
       kept ? absl::StrCat("at most ", rlvr::AllocatorArenaCap(), " (one per CPU)").c_str()
            : "glibc's default (up to 8 per CPU)");
+  std::printf("  absl::Mutex deadlock detection: off (DisableMutexDeadlockDetection, as `rlvr`)\n");
 
   // 1. Ingest.
   if (only != "fanout") {

@@ -129,6 +129,11 @@ std::vector<rlvr::v1::WorkLease> Ingest::Grant(uint64_t session) {
   return out;
 }
 
+void Ingest::Grant(uint64_t session, google::protobuf::RepeatedPtrField<rlvr::v1::WorkLease>* out) {
+  absl::MutexLock l(&mu_);
+  if (table_.Grant(session, absl::Now(), out) > 0) SyncMetricsLocked();
+}
+
 void Ingest::SubmitReceived(uint64_t session, std::vector<ReceivedGroup>* groups, size_t count,
                             google::protobuf::RepeatedPtrField<rlvr::v1::Ack>* acks) {
   SubmitAll(session, groups, count, /*refill=*/true, acks);

@@ -108,6 +108,9 @@ class Ingest {
   void CloseSession(uint64_t session);
   // As many new leases as the credits allow for this session.
   std::vector<rlvr::v1::WorkLease> Grant(uint64_t session);
+  // The same, appended to `out` (on its arena, if it has one: the session
+  // builds its LeaseBatch there, so granting allocates nothing per lease).
+  void Grant(uint64_t session, google::protobuf::RepeatedPtrField<rlvr::v1::WorkLease>* out);
   // Validates and buffers groups received by the wire decoder
   // (rollout_decoder.h), (*groups)[0, count), under one lock; a bad group
   // is rejected alone. Appends one Ack per group, in order, to `acks`. An

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -95,12 +96,20 @@ void LeaseTable::Answered(uint64_t session) {
 }
 
 std::vector<rlvr::v1::WorkLease> LeaseTable::Grant(uint64_t session, absl::Time now) {
-  std::vector<rlvr::v1::WorkLease> out;
-  if (stopped_ || !granting_ || !buffer_->published()) return out;
+  google::protobuf::RepeatedPtrField<rlvr::v1::WorkLease> granted;
+  Grant(session, now, &granted);
+  return std::vector<rlvr::v1::WorkLease>(std::make_move_iterator(granted.begin()),
+                                          std::make_move_iterator(granted.end()));
+}
+
+size_t LeaseTable::Grant(uint64_t session, absl::Time now,
+                         google::protobuf::RepeatedPtrField<rlvr::v1::WorkLease>* out) {
+  if (stopped_ || !granting_ || !buffer_->published()) return 0;
   auto sit = sessions_.find(session);
-  if (sit == sessions_.end()) return out;
+  if (sit == sessions_.end()) return 0;
   Session& s = sit->second;
-  if (s.suspended) return out;  // Hung: no new work until it answers.
+  if (s.suspended) return 0;  // Hung: no new work until it answers.
+  size_t granted = 0;
   while (s.outstanding < s.capacity) {
     std::optional<SlotReservation> r = buffer_->Reserve(leases_.size());
     if (!r.has_value()) break;
@@ -114,19 +123,19 @@ std::vector<rlvr::v1::WorkLease> LeaseTable::Grant(uint64_t session, absl::Time 
     leases_[id] = lease;
     ++s.outstanding;
     ++counters_.granted;
-    out.push_back(MakeWorkLease(id, lease));
+    ++granted;
+    MakeWorkLease(id, lease, out->Add());
   }
-  return out;
+  return granted;
 }
 
-rlvr::v1::WorkLease LeaseTable::MakeWorkLease(uint64_t id, const Lease& lease) const {
+void LeaseTable::MakeWorkLease(uint64_t id, const Lease& lease, rlvr::v1::WorkLease* w) const {
   const LeasePrompt& p = prompts_[lease.slot.prompt_index];
-  rlvr::v1::WorkLease w;
-  w.set_lease_id(id);
-  w.set_prompt_id(p.id);
-  for (int t : p.tokens) w.add_prompt_token_ids(t);
-  w.set_group_size(options_.group_size);
-  rlvr::v1::SamplingParams* sp = w.mutable_sampling();
+  w->set_lease_id(id);
+  w->set_prompt_id(p.id);
+  w->mutable_prompt_token_ids()->Add(p.tokens.begin(), p.tokens.end());
+  w->set_group_size(options_.group_size);
+  rlvr::v1::SamplingParams* sp = w->mutable_sampling();
   sp->set_temperature(static_cast<float>(options_.sampling.temperature));
   sp->set_top_k(options_.sampling.top_k);
   sp->set_top_p(static_cast<float>(options_.sampling.top_p));
@@ -137,11 +146,10 @@ rlvr::v1::WorkLease LeaseTable::MakeWorkLease(uint64_t id, const Lease& lease) c
     for (int stop : options_.stop_ids) sp->add_stop_token_ids(stop);
   }
   sp->set_seed(PromptCursor::SlotSeed(options_.seed, lease.slot.epoch, lease.slot.prompt_index));
-  w.set_deadline_unix_ms(absl::ToUnixMillis(lease.deadline));
-  w.set_task(options_.task_name);
-  w.set_answer(p.answer);
-  w.set_min_policy_version(lease.min_version);
-  return w;
+  w->set_deadline_unix_ms(absl::ToUnixMillis(lease.deadline));
+  w->set_task(options_.task_name);
+  w->set_answer(p.answer);
+  w->set_min_policy_version(lease.min_version);
 }
 
 bool LeaseTable::TakeRateToken(uint64_t session, absl::Time now) {

@@ -123,6 +123,9 @@ class LeaseTable {
   // ---- Leases.
   // As many new leases as the session's capacity and the buffer allow.
   std::vector<rlvr::v1::WorkLease> Grant(uint64_t session, absl::Time now);
+  // The same, appended to `out` (on its arena, if it has one); how many.
+  size_t Grant(uint64_t session, absl::Time now,
+               google::protobuf::RepeatedPtrField<rlvr::v1::WorkLease>* out);
   // Validates one group and buffers it or rejects it (a live lease is then
   // re-queued: *requeued set). An accepted group's Group is moved out.
   rlvr::v1::Ack Submit(uint64_t session, ReceivedGroup* group, absl::Time now, bool* requeued);
@@ -199,7 +202,7 @@ class LeaseTable {
   // The verdict on a group whose lease is not live on `session`.
   rlvr::v1::Ack RejectNotLive(uint64_t lease_id);
   bool TakeRateToken(uint64_t session, absl::Time now);
-  rlvr::v1::WorkLease MakeWorkLease(uint64_t id, const Lease& lease) const;
+  void MakeWorkLease(uint64_t id, const Lease& lease, rlvr::v1::WorkLease* w) const;
 
   const IngestOptions options_;
   const std::vector<LeasePrompt> prompts_;

@@ -14,6 +14,57 @@ ValidationResult Reject(rlvr::v1::RejectReason reason, std::string detail) {
   return ValidationResult{reason, std::move(detail)};
 }
 
+// The two per-token scans: reductions without branches, which the compiler
+// vectorises. Whether some id is outside [0, vocab): as unsigned, a negative
+// id is huge, so it is whether the largest is >= vocab.
+inline __attribute__((always_inline)) bool AnyIdOutsideBody(const int* ids, int n, unsigned vocab) {
+  unsigned largest = 0;
+  for (int t = 0; t < n; ++t) largest = std::max(largest, static_cast<unsigned>(ids[t]));
+  return n > 0 && largest >= vocab;
+}
+
+// Whether some log-prob is positive or not finite (NaN fails both compares).
+inline __attribute__((always_inline)) bool AnyBadLogprobBody(const float* lps, int n) {
+  unsigned bad = 0;
+  for (int t = 0; t < n; ++t) {
+    const float lp = lps[t];
+    bad |= static_cast<unsigned>(!(lp <= 0.0f)) |
+           static_cast<unsigned>(!(lp >= -std::numeric_limits<float>::max()));
+  }
+  return bad != 0;
+}
+
+#if defined(__x86_64__)
+// The same scans built for AVX2, where the CPU has it: eight lanes a step
+// and an unsigned max (the baseline's SSE2 has neither an unsigned max nor
+// compare). The scans were 11% of the user-space instructions of a
+// one-stream learner_bench ingest run (callgrind); with AVX2 ~4x fewer.
+__attribute__((target("avx2"))) bool AnyIdOutsideAvx2(const int* ids, int n, unsigned vocab) {
+  return AnyIdOutsideBody(ids, n, vocab);
+}
+__attribute__((target("avx2"))) bool AnyBadLogprobAvx2(const float* lps, int n) {
+  return AnyBadLogprobBody(lps, n);
+}
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+bool AnyIdOutside(const int* ids, int n, unsigned vocab) {
+#if defined(__x86_64__)
+  if (HasAvx2()) return AnyIdOutsideAvx2(ids, n, vocab);
+#endif
+  return AnyIdOutsideBody(ids, n, vocab);
+}
+
+bool AnyBadLogprob(const float* lps, int n) {
+#if defined(__x86_64__)
+  if (HasAvx2()) return AnyBadLogprobAvx2(lps, n);
+#endif
+  return AnyBadLogprobBody(lps, n);
+}
+
 }  // namespace
 
 ValidationResult ValidateGroupContent(const ReceivedGroup& received,
@@ -45,9 +96,7 @@ ValidationResult ValidateGroupContent(const ReceivedGroup& received,
     // Branch-free scans first (the common, valid case); the offending
     // position is searched for only when a scan failed.
     const int* ids = comp.tokens.data();
-    unsigned bad_ids = 0;  // An integer OR-reduction: one the compiler vectorises.
-    for (int t = 0; t < n; ++t) bad_ids |= static_cast<unsigned>(ids[t]) >= vocab;
-    if (bad_ids != 0) {
+    if (AnyIdOutside(ids, n, vocab)) {
       for (int t = 0; t < n; ++t) {
         const int id = ids[t];
         if (id < 0 || id >= expect.vocab_size) {
@@ -59,13 +108,7 @@ ValidationResult ValidateGroupContent(const ReceivedGroup& received,
     }
     // Finite and <= 0: NaN fails both comparisons, +Inf the first, -Inf the second.
     const float* lps = comp.behaviour_logprobs.data();
-    unsigned bad_lps = 0;
-    for (int t = 0; t < n; ++t) {
-      const float lp = lps[t];
-      bad_lps |= static_cast<unsigned>(!(lp <= 0.0f)) |
-                 static_cast<unsigned>(!(lp >= -std::numeric_limits<float>::max()));
-    }
-    if (bad_lps != 0) {
+    if (AnyBadLogprob(lps, n)) {
       for (int t = 0; t < n; ++t) {
         const float lp = lps[t];
         if (!std::isfinite(lp) || lp > 0.0f) {

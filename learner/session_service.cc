@@ -89,7 +89,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     rlvr::v1::LearnerMessage m;
     m.mutable_weights_available()->set_version(version);
     m.mutable_weights_available()->set_total_bytes(bytes);
-    out_.push_back(std::move(m));
+    out_.push_back(Serialize(m));
     PumpLocked();
   }
 
@@ -101,7 +101,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     rlvr::v1::LeaseRevocation* r = m.mutable_lease_revocation();
     r->mutable_lease_ids()->Add(lease_ids.begin(), lease_ids.end());
     r->set_version(version);
-    out_.push_back(std::move(m));
+    out_.push_back(Serialize(m));
     PumpLocked();
   }
 
@@ -204,16 +204,21 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   // Groups decoded into received_[0, count): one Ack (a single group) or
   // one AckBatch.
   void SubmitReceived(size_t count, bool batch) {
-    rlvr::v1::LearnerMessage m;
-    auto* acks = m.mutable_ack_batch()->mutable_acks();
+    // The answer is built on an arena (no allocation per Ack once its first
+    // block has grown to a batch) and serialized here, outside the lock.
+    if (ack_arena_block_ == nullptr) ack_arena_block_.reset(new char[kAnswerBlockBytes]);
+    google::protobuf::Arena arena(ArenaOptionsFor(ack_arena_block_.get(), kAnswerBlockBytes));
+    auto* m = google::protobuf::Arena::CreateMessage<rlvr::v1::LearnerMessage>(&arena);
+    auto* acks = m->mutable_ack_batch()->mutable_acks();
     ingest_->SubmitReceived(session_, &received_, count, acks);
     for (const rlvr::v1::Ack& ack : *acks) LogRejects(ack);
     if (!batch) {
       rlvr::v1::Ack ack = std::move((*acks)[0]);
-      *m.mutable_ack() = std::move(ack);
+      *m->mutable_ack() = std::move(ack);
     }
+    grpc::ByteBuffer answer = Serialize(*m);
     absl::MutexLock l(&mu_);
-    out_.push_back(std::move(m));
+    out_.push_back(std::move(answer));
     PumpLocked();
   }
 
@@ -314,7 +319,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       w->set_batch_messages(true);
       w->set_max_capacity(static_cast<uint32_t>(max_capacity));
       w->set_capacity(static_cast<uint32_t>(capacity_));
-      out_.push_back(std::move(m));
+      out_.push_back(Serialize(m));
     }
     service_->Register(this, *id);  // Also queues the newest WeightsAvailable.
     absl::MutexLock l(&mu_);
@@ -333,13 +338,24 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     StartRead(&in_);
   }
 
-  static google::protobuf::ArenaOptions ArenaOptionsFor(char* block) {
+  static google::protobuf::ArenaOptions ArenaOptionsFor(char* block,
+                                                        size_t bytes = kArenaBlockBytes) {
     google::protobuf::ArenaOptions o;
     o.initial_block = block;
-    o.initial_block_size = kArenaBlockBytes;
+    o.initial_block_size = bytes;
     o.start_block_size = kArenaBlockBytes;
     o.max_block_size = 1 << 20;
     return o;
+  }
+
+  // A message's wire bytes, as they are queued for the stream.
+  static grpc::ByteBuffer Serialize(const rlvr::v1::LearnerMessage& m) {
+    grpc::ByteBuffer bytes;
+    bool own = false;
+    const grpc::Status serialized =
+        grpc::SerializationTraits<rlvr::v1::LearnerMessage>::Serialize(m, &bytes, &own);
+    CHECK(serialized.ok()) << serialized.error_message();
+    return bytes;
   }
 
   bool FailBeforeHello() {
@@ -377,29 +393,26 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_) return;
     if (!finishing_ && !closed_ && !write_failed_ && session_ != 0) {
-      std::vector<rlvr::v1::WorkLease> leases = ingest_->Grant(session_);
-      if (batch_messages_ && !leases.empty()) {
+      // The leases are made on an arena in their LeaseBatch (no allocation
+      // per lease or string once the first block has grown to a grant).
+      if (lease_arena_block_ == nullptr) lease_arena_block_.reset(new char[kAnswerBlockBytes]);
+      google::protobuf::Arena arena(ArenaOptionsFor(lease_arena_block_.get(), kAnswerBlockBytes));
+      auto* m = google::protobuf::Arena::CreateMessage<rlvr::v1::LearnerMessage>(&arena);
+      auto* leases = m->mutable_lease_batch()->mutable_leases();
+      ingest_->Grant(session_, leases);
+      if (batch_messages_ && !leases->empty()) {
         // One message for all of them: one write and one read instead of n.
-        rlvr::v1::LearnerMessage m;
-        auto* batch = m.mutable_lease_batch()->mutable_leases();
-        batch->Reserve(static_cast<int>(leases.size()));
-        for (rlvr::v1::WorkLease& lease : leases) *batch->Add() = std::move(lease);
-        out_.push_back(std::move(m));
+        out_.push_back(Serialize(*m));
       } else {
-        for (rlvr::v1::WorkLease& lease : leases) {
-          rlvr::v1::LearnerMessage m;
-          *m.mutable_lease() = std::move(lease);
-          out_.push_back(std::move(m));
+        for (rlvr::v1::WorkLease& lease : *leases) {
+          auto* one = google::protobuf::Arena::CreateMessage<rlvr::v1::LearnerMessage>(&arena);
+          one->mutable_lease()->Swap(&lease);
+          out_.push_back(Serialize(*one));
         }
       }
     }
     if (!out_.empty() && !write_failed_) {
-      bool own = false;
-      current_.Clear();  // The previous write's bytes.
-      const grpc::Status serialized =
-          grpc::SerializationTraits<rlvr::v1::LearnerMessage>::Serialize(out_.front(), &current_,
-                                                                         &own);
-      CHECK(serialized.ok()) << serialized.error_message();
+      current_.Swap(&out_.front());  // The previous write's bytes go with the pop.
       out_.pop_front();
       writing_ = true;
       // No buffer_hint here: a hinted write may not complete until a later
@@ -441,6 +454,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   // 1,000 streams a round, 256 held awaiting Hello and 744 refused, left the
   // heap 80 MB larger).
   std::unique_ptr<ParseArena> parse_arena_;
+  // The first block of the arenas answers are built on: an AckBatch or a
+  // LeaseBatch of 16 fits (a larger grant takes more blocks, freed with it).
+  // Made at first use, after Hello, for the same reason as parse_arena_.
+  static constexpr size_t kAnswerBlockBytes = 16 << 10;
+  // The first block of the arena each answer (AckBatch or Ack) is built on.
+  std::unique_ptr<char[]> ack_arena_block_;
   std::string actor_id_;
 
   absl::Mutex mu_;
@@ -450,8 +469,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   bool closed_ ABSL_GUARDED_BY(mu_) = false;  // Ingest session closed.
   // The read chain ended (not by us) before Hello; read in OnDone.
   bool ended_before_hello_ = false;
-  std::deque<rlvr::v1::LearnerMessage> out_ ABSL_GUARDED_BY(mu_);
+  // Serialized messages waiting for the stream's one write in flight.
+  std::deque<grpc::ByteBuffer> out_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // The write in flight.
+  // The first block of the arena PumpLocked builds granted leases on (made
+  // at the first grant).
+  std::unique_ptr<char[]> lease_arena_block_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;

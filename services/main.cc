@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/base/memory_policy.h"
+#include "common/base/mutex_policy.h"
 #include "services/commands.h"
 
 namespace {
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     rlvr::KeepFreedMemoryForReuse();  // Before any thread starts.
+    rlvr::DisableMutexDeadlockDetection();
     return c.run(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "rlvr: unknown command '%s'\n\n", argv[1]);

@@ -13,9 +13,10 @@ uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
 namespace internal {
 // The implementations Crc32 picks from (the fastest the CPU runs), forced:
-// for tests that compare them on any machine. kVector512 and kVector128 fall
-// back to the next one down where the CPU lacks the instructions.
-enum class Crc32Path { kVector512, kVector128, kZlib };
+// for tests that compare them on any machine. Each vector path falls back to
+// the next one down where the CPU lacks the instructions (512-bit VPCLMULQDQ
+// needs AVX-512; 256-bit, AVX2 and VPCLMULQDQ; 128-bit, PCLMULQDQ).
+enum class Crc32Path { kVector512, kVector256, kVector128, kZlib };
 uint32_t Crc32Using(Crc32Path path, std::string_view data, uint32_t crc = 0);
 }  // namespace internal
 

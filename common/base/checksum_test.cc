@@ -1,4 +1,4 @@
-// Crc32 (carry-less multiplication, 512- or 128-bit, where the CPU has it)
+// Crc32 (carry-less multiplication, 512-, 256- or 128-bit, where the CPU has it)
 // against zlib's crc32, bit for bit, for every length class, alignment and
 // seed; each forced path too, so a machine with the wider instructions still
 // checks the narrower one.
@@ -45,7 +45,8 @@ TEST(ChecksumTest, EveryPathMatchesZlib) {
   std::mt19937_64 rng(11);
   std::string buf(1 << 16, '\0');
   for (char& c : buf) c = static_cast<char>(rng());
-  for (Crc32Path path : {Crc32Path::kVector512, Crc32Path::kVector128, Crc32Path::kZlib}) {
+  for (Crc32Path path :
+       {Crc32Path::kVector512, Crc32Path::kVector256, Crc32Path::kVector128, Crc32Path::kZlib}) {
     for (int i = 0; i < 400; ++i) {
       const size_t off = rng() % 64;
       const size_t len = i < 200 ? rng() % 1200 : rng() % (buf.size() - 64);
