@@ -575,7 +575,7 @@ class Parser {
     if (name == "if") {
       node->kind = Node::Kind::kIf;
       while (true) {
-        ASSIGN_OR_RETURN(ExprPtr cond, ParseTupleOrExpr());
+        ASSIGN_OR_RETURN(ExprPtr cond, ParseTupleOrExpr(/*with_condexpr=*/false));
         node->conds.push_back(std::move(cond));
         RETURN_IF_ERROR(ExpectBlockEnd());
         Body body;

@@ -741,6 +741,11 @@ class Renderer {
           return Value::Function(std::make_shared<BoundMethod>(obj, name));
         }
         break;
+      case Value::Kind::kList:
+        if (name == "count" || name == "index") {
+          return Value::Function(std::make_shared<BoundMethod>(obj, name));
+        }
+        break;
       default:
         break;
     }
@@ -922,6 +927,9 @@ class Renderer {
         return false;
       case Value::Kind::kDict:
         if (container.dict()->is_namespace) break;
+        if ((item.is_list() && !item.is_tuple()) || item.is_dict()) {
+          return TypeError(absl::StrCat("unhashable type: '", item.TypeName(), "'"));
+        }
         return item.is_string() && container.dict()->Find(item.as_string()) != nullptr;
       default:
         break;
@@ -1157,6 +1165,20 @@ class Renderer {
         if (const Value* v = self.dict()->Find(a.Get(0)->as_string())) return *v;
       }
       return a.GetOr(1, Value::None());
+    }
+    if (self.is_list()) {
+      // count(x) and index(x), by ==.
+      if (args.size() != 1 || !kwargs.empty()) {
+        return TypeError(absl::StrCat(what, " takes one argument here"));
+      }
+      int64_t count = 0;
+      for (size_t i = 0; i < self.items().size(); ++i) {
+        if (!self.items()[i].Equals(args[0])) continue;
+        if (name == "index") return Value::Int(static_cast<int64_t>(i));
+        ++count;
+      }
+      if (name == "index") return TypeError("ValueError: list.index(x): x not in list");
+      return Value::Int(count);
     }
     const std::string& s = self.as_string();
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
@@ -1445,6 +1467,7 @@ class Renderer {
       Args a(what, args, kwargs, {"default", "base"});
       RETURN_IF_ERROR(a.Check());
       const Value def = a.GetOr(0, Value::Int(0));
+      if (v.is_undefined()) return UndefinedError(v);
       ASSIGN_OR_RETURN(int64_t base, IntArg(a.GetOr(1, Value::Int(10)), "base"));
       if (v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool)
         return Value::Int(v.as_int());
@@ -1476,6 +1499,7 @@ class Renderer {
       Args a(what, args, kwargs, {"default"});
       RETURN_IF_ERROR(a.Check());
       const Value def = a.GetOr(0, Value::Float(0.0));
+      if (v.is_undefined()) return UndefinedError(v);
       if (v.is_number()) return Value::Float(v.as_float());
       if (v.is_string()) {
         const std::string s = PythonStrip(v.as_string(), nullptr, true, true);
@@ -1611,7 +1635,11 @@ class Renderer {
       return best;
     }
     if (name == "map") {
-      ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+      // Jinja2 maps nothing over a false value (None, "", []).
+      std::vector<Value> items;
+      if (v.Truthy()) {
+        ASSIGN_OR_RETURN(items, Iterate(v));
+      }
       std::vector<Value> out;
       const Value* attribute = nullptr;
       const Value* def = nullptr;
@@ -1651,7 +1679,11 @@ class Renderer {
       std::string test;
       if (next < args.size()) test = args[next++].Str();
       const std::vector<Value> test_args(args.begin() + static_cast<long>(next), args.end());
-      ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
+      // Jinja2 selects nothing from a false value (None, "", []).
+      std::vector<Value> items;
+      if (v.Truthy()) {
+        ASSIGN_OR_RETURN(items, Iterate(v));
+      }
       std::vector<Value> out;
       for (const Value& item : items) {
         Value x = item;
@@ -1769,14 +1801,14 @@ class Renderer {
     }
     if (name == "callable") {
       RETURN_IF_ERROR(arity(0));
-      return k == Value::Kind::kCallable;
+      // Jinja2's Undefined has __call__ (which raises), so it passes.
+      return k == Value::Kind::kCallable || k == Value::Kind::kUndefined;
     }
     if (name == "odd" || name == "even") {
       RETURN_IF_ERROR(arity(0));
-      if (k != Value::Kind::kInt && k != Value::Kind::kBool) {
-        return TypeError(absl::StrCat("test '", name, "' needs an integer"));
-      }
-      return (FloorMod(v.as_int(), 2) == 1) == (name == "odd");
+      // value % 2 == 1 (odd) or == 0 (even), floats included.
+      ASSIGN_OR_RETURN(Value m, BinaryOp("%", v, Value::Int(2)));
+      return m.Equals(Value::Int(name == "odd" ? 1 : 0));
     }
     if (name == "lower" || name == "upper") {
       RETURN_IF_ERROR(arity(0));

@@ -30,7 +30,8 @@
 // *args/**kwargs, macro varargs/kwargs/caller, string % formatting and
 // str.format, mutation of lists and dicts (as the immutable sandbox refuses
 // it). Case mapping (upper, lower, title, capitalize) is ASCII-only; other
-// characters pass through unchanged.
+// characters pass through unchanged. Integers are 64-bit (overflow is an
+// error). range() makes a list (it prints as one).
 //
 // Errors: absl::Status with "line L, column C: <message>" (the template's
 // line and column): InvalidArgument for syntax errors, unknown filters or

@@ -287,7 +287,7 @@ std::string Value::Str() const {
 std::string Value::Repr() const {
   switch (kind_) {
     case Kind::kUndefined:
-      return "";
+      return "Undefined";
     case Kind::kNone:
       return "None";
     case Kind::kBool:

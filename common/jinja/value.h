@@ -90,7 +90,7 @@ class Value {
   bool Truthy() const;
   // Python str(); undefined is "".
   std::string Str() const;
-  // Python repr().
+  // Python repr() (an undefined value inside a list prints "Undefined").
   std::string Repr() const;
   // Python ==: numbers compare by value (True == 1), lists and dicts deeply;
   // undefined equals only undefined.
