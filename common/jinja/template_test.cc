@@ -99,6 +99,13 @@ TEST(JinjaTemplateTest, ClockIsInjected) {
   EXPECT_EQ(*r, "01 Jan 1970 02:00");
 }
 
+TEST(JinjaTemplateTest, NewlinesAsJinjaReadsThem) {
+  // "\r\n" and "\r" are newlines, and one trailing newline is dropped.
+  auto r = Render("a\r\nb\rc\r\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "a\nb\nc");
+}
+
 TEST(JinjaTemplateTest, ContextMustBeAnObject) {
   auto t = Template::Parse("x");
   ASSERT_TRUE(t.ok());
@@ -156,6 +163,20 @@ TEST(ChatTemplateTest, SpecialTokensAndKwargs) {
   EXPECT_EQ(*r, "<s><user>hi[no-think]True");
   EXPECT_EQ((*chat)->special_token("bos_token"), "<s>");
   EXPECT_EQ((*chat)->special_token("eos_token"), "");
+}
+
+TEST(ChatTemplateTest, ParsesKwargs) {
+  auto kw = ParseTemplateKwargs(
+      "enable_thinking=false, n = 3, date_string=26 Jul 2024, q='a,b', l=[1, \"x,y\"], "
+      "o={\"k\": null}");
+  ASSERT_TRUE(kw.ok()) << kw.status();
+  EXPECT_EQ(kw->dump(),
+            R"({"enable_thinking":false,"n":3,"date_string":"26 Jul 2024","q":"a,b","l":[1,"x,y"],)"
+            R"("o":{"k":null}})");
+  EXPECT_TRUE(ParseTemplateKwargs("")->empty());
+  EXPECT_FALSE(ParseTemplateKwargs("enable_thinking").ok());
+  EXPECT_FALSE(ParseTemplateKwargs("1x=2").ok());
+  EXPECT_FALSE(ParseTemplateKwargs("a=1, a=2").ok());
 }
 
 TEST(ChatTemplateTest, ErrorsNameTheOrigin) {
