@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/jinja/chat_template.h"
 
 namespace rlvr {
 namespace {
@@ -56,8 +57,12 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->String("task.train_path", &t.train_path, "jsonl: training prompts file.");
   s->String("task.heldout_path", &t.heldout_path, "jsonl: held-out prompts file.");
   s->String("task.prompt_format", &t.prompt_format,
-            "raw | chatml | llama3 | a template string containing {question}.");
+            "raw | chatml | llama3 | model (the model's chat template) | a template string "
+            "containing {question}.");
   s->String("task.system_prompt", &t.system_prompt, "System prompt of chat formats; \"\" = none.");
+  s->String("task.chat_template_kwargs", &t.chat_template_kwargs,
+            "model: extra chat template variables, \"name=value, ...\" "
+            "(\"enable_thinking=false\"); \"\" = none.");
   s->Enum("task.verifier", &t.verifier, {"final_answer", "gsm8k", "boxed", "exact"},
           "How completions are scored (docs/tasks.md).");
   s->Double("task.format_reward", &t.format_reward, 0.0, 0.999,
@@ -218,6 +223,14 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     }
   }
   if (c.task.ops.empty()) return bad("task.ops", "must name at least one operator");
+  if (!c.task.chat_template_kwargs.empty()) {
+    if (c.task.prompt_format != "model") {
+      return bad("task.chat_template_kwargs", "only task.prompt_format model uses it");
+    }
+    absl::StatusOr<nlohmann::ordered_json> kwargs =
+        jinja::ParseTemplateKwargs(c.task.chat_template_kwargs);
+    if (!kwargs.ok()) return bad("task.chat_template_kwargs", kwargs.status().message());
+  }
   if (c.task.kind == "jsonl" && c.task.train_path.empty()) {
     return bad("task.train_path", "required when task.kind is jsonl");
   }

@@ -64,8 +64,11 @@ struct TaskConfig {
   std::string train_path;
   std::string heldout_path;
   // Prompt format and verifier (docs/tasks.md), for every kind.
-  std::string prompt_format = "raw";      // raw | chatml | llama3 | a template with {question}
-  std::string system_prompt;              // Chat formats / templates with {system}; "" = none.
+  std::string prompt_format = "raw";  // raw | chatml | llama3 | model | a template with {question}
+  std::string system_prompt;          // Chat formats / templates with {system}; "" = none.
+  // model: extra chat template variables, "name=value, ..." (e.g.
+  // "enable_thinking=false"); "" = none.
+  std::string chat_template_kwargs;
   std::string verifier = "final_answer";  // final_answer | gsm8k | boxed | exact
   double format_reward = 0.0;             // Reward of a wrong but well-formed answer, [0, 1).
   // jsonl: field names, and a held-out split cut from train_path.

@@ -58,6 +58,17 @@ TEST(RunConfigTest, CrossFieldErrorsNameTheKey) {
   // (CheckEstimatorName) and tests/run_e2e_test.cc (every command fails early).
 }
 
+TEST(RunConfigTest, ChatTemplateKwargsAreCheckedAtLoad) {
+  auto c = LoadRunConfig("", {"task.prompt_format=model", "model.hf_path=/m",
+                              "task.chat_template_kwargs=enable_thinking=false"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->task.chat_template_kwargs, "enable_thinking=false");
+  c = LoadRunConfig("", {"task.prompt_format=model", "task.chat_template_kwargs=enable_thinking"});
+  EXPECT_THAT(c.status().message(), HasSubstr("task.chat_template_kwargs"));
+  c = LoadRunConfig("", {"task.prompt_format=chatml", "task.chat_template_kwargs=a=1"});
+  EXPECT_THAT(c.status().message(), HasSubstr("only task.prompt_format model uses it"));
+}
+
 TEST(RunConfigTest, MissingFileIsNotFound) {
   auto c = LoadRunConfig("/nonexistent/x.yaml", {});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);

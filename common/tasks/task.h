@@ -62,7 +62,8 @@ struct TaskOptions {
   bool load_prompts = true;
   // A model directory: if it holds a tokenizer_config.json with a
   // chat_template, CheckModelChatTemplate runs and its warnings are logged.
-  // Empty: no check.
+  // Empty: no check. task.prompt_format model renders this directory's chat
+  // template, and needs it unless load_prompts is false.
   std::string model_dir;
 };
 
