@@ -7,22 +7,6 @@
 #include "prometheus/family.h"
 
 namespace rlvr::learner {
-namespace {
-
-prometheus::Gauge* G(prometheus::Registry& r, const std::string& name, const std::string& help) {
-  return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-}
-prometheus::Counter* C(prometheus::Registry& r, const std::string& name, const std::string& help) {
-  return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-}
-prometheus::Histogram* H(prometheus::Registry& r, const std::string& name, const std::string& help,
-                         std::vector<double> buckets) {
-  return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(
-      {}, prometheus::Histogram::BucketBoundaries(std::move(buckets)));
-}
-
-}  // namespace
-
 std::string RejectReasonLabel(rlvr::v1::RejectReason reason) {
   std::string name = rlvr::v1::RejectReason_Name(reason);
   constexpr absl::string_view kPrefix = "REJECT_REASON_";
@@ -33,8 +17,10 @@ std::string RejectReasonLabel(rlvr::v1::RejectReason reason) {
 LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg)
     : registry(reg), update(*reg) {
   prometheus::Registry& r = *registry;
-  policy_version = G(r, "rlvr_learner_policy_version", "Newest published policy version.");
-  groups_accepted = C(r, "rlvr_learner_groups_accepted_total", "Groups accepted into the buffer.");
+  policy_version =
+      &UnlabelledGauge(r, "rlvr_learner_policy_version", "Newest published policy version.");
+  groups_accepted = &UnlabelledCounter(r, "rlvr_learner_groups_accepted_total",
+                                       "Groups accepted into the buffer.");
   groups_rejected_family = &prometheus::BuildCounter()
                                 .Name("rlvr_learner_groups_rejected_total")
                                 .Help("Groups rejected at ingest, by reason.")
@@ -45,26 +31,34 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg)
   }
   dropped_stale =
       &update.CounterFamily("rlvr_learner_groups_dropped_total").Add({{"reason", "stale"}});
-  leases_granted = C(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
-  leases_reissued =
-      C(r, "rlvr_learner_leases_reissued_total", "Leases whose prompt went back to the queue.");
-  leases_revoked = C(r, "rlvr_learner_leases_revoked_total",
-                     "Leases revoked at a new version because their groups would be stale.");
-  leases_outstanding = G(r, "rlvr_learner_leases_outstanding", "Leases granted, not answered.");
-  actors_connected = G(r, "rlvr_learner_actors_connected", "Actor sessions open.");
-  buffer_groups = G(r, "rlvr_learner_buffer_groups", "Groups waiting in the rollout buffer.");
-  buffer_capacity_groups =
-      G(r, "rlvr_learner_buffer_capacity_groups", "Rollout buffer capacity, groups.");
+  leases_granted =
+      &UnlabelledCounter(r, "rlvr_learner_leases_granted_total", "Work leases granted.");
+  leases_reissued = &UnlabelledCounter(r, "rlvr_learner_leases_reissued_total",
+                                       "Leases whose prompt went back to the queue.");
+  leases_revoked =
+      &UnlabelledCounter(r, "rlvr_learner_leases_revoked_total",
+                         "Leases revoked at a new version because their groups would be stale.");
+  leases_outstanding =
+      &UnlabelledGauge(r, "rlvr_learner_leases_outstanding", "Leases granted, not answered.");
+  actors_connected = &UnlabelledGauge(r, "rlvr_learner_actors_connected", "Actor sessions open.");
+  buffer_groups =
+      &UnlabelledGauge(r, "rlvr_learner_buffer_groups", "Groups waiting in the rollout buffer.");
+  buffer_capacity_groups = &UnlabelledGauge(r, "rlvr_learner_buffer_capacity_groups",
+                                            "Rollout buffer capacity, groups.");
   std::vector<double> staleness_buckets;
   for (int i = 0; i <= 16; ++i) staleness_buckets.push_back(i);
-  staleness_versions =
-      H(r, "rlvr_learner_staleness_versions",
-        "Versions between a trained group's policy and the learner's.", staleness_buckets);
-  heldout_accuracy = G(r, "rlvr_learner_heldout_accuracy", "Last held-out greedy accuracy.");
-  weight_publish_seconds = H(r, "rlvr_learner_weight_publish_seconds",
-                             "Serialize + publish time of a version.", SecondsBuckets());
-  weight_publish_bytes = G(r, "rlvr_learner_weight_publish_bytes", "Size of the last blob.");
-  weight_watchers = G(r, "rlvr_learner_weight_watchers", "Open WatchWeights streams.");
+  staleness_versions = &UnlabelledHistogram(
+      r, "rlvr_learner_staleness_versions",
+      "Versions between a trained group's policy and the learner's.", staleness_buckets);
+  heldout_accuracy =
+      &UnlabelledGauge(r, "rlvr_learner_heldout_accuracy", "Last held-out greedy accuracy.");
+  weight_publish_seconds =
+      &UnlabelledHistogram(r, "rlvr_learner_weight_publish_seconds",
+                           "Serialize + publish time of a version.", SecondsBuckets());
+  weight_publish_bytes =
+      &UnlabelledGauge(r, "rlvr_learner_weight_publish_bytes", "Size of the last blob.");
+  weight_watchers =
+      &UnlabelledGauge(r, "rlvr_learner_weight_watchers", "Open WatchWeights streams.");
   call_refusals_family = &prometheus::BuildCounter()
                               .Name("rlvr_learner_call_refusals_total")
                               .Help(
@@ -72,12 +66,14 @@ LearnerMetrics::LearnerMetrics(std::shared_ptr<prometheus::Registry> reg)
                                   "outside group validation, by reason.")
                               .Register(r);
   for (const char* reason : kCallRefusalReasons) CallRefused(reason);
-  sessions_suspended = G(r, "rlvr_learner_sessions_suspended",
-                         "Sessions given no leases until they answer (expired leases).");
-  sessions_awaiting_hello =
-      G(r, "rlvr_learner_sessions_awaiting_hello", "Session streams open, Hello not yet received.");
-  reject_logs_suppressed = C(r, "rlvr_learner_reject_logs_suppressed_total",
-                             "Rejected-group log lines left out by the log rate limit.");
+  sessions_suspended =
+      &UnlabelledGauge(r, "rlvr_learner_sessions_suspended",
+                       "Sessions given no leases until they answer (expired leases).");
+  sessions_awaiting_hello = &UnlabelledGauge(r, "rlvr_learner_sessions_awaiting_hello",
+                                             "Session streams open, Hello not yet received.");
+  reject_logs_suppressed =
+      &UnlabelledCounter(r, "rlvr_learner_reject_logs_suppressed_total",
+                         "Rejected-group log lines left out by the log rate limit.");
 }
 
 prometheus::Counter& LearnerMetrics::CallRefused(const std::string& reason) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -112,6 +113,22 @@ void MetricsServer::HandleConnection(int fd) {
 std::vector<double> SecondsBuckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
           0.5,   1.0,    2.5,   5.0,  10.0,  25.0, 50.0, 100.0};
+}
+
+prometheus::Counter& UnlabelledCounter(prometheus::Registry& registry, const std::string& name,
+                                       const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& UnlabelledGauge(prometheus::Registry& registry, const std::string& name,
+                                   const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Histogram& UnlabelledHistogram(prometheus::Registry& registry, const std::string& name,
+                                           const std::string& help, std::vector<double> buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add(
+      {}, prometheus::Histogram::BucketBoundaries(std::move(buckets)));
 }
 
 }  // namespace rlvr

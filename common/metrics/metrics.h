@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace rlvr {
@@ -54,6 +57,16 @@ class MetricsServer {
 
 // Histogram bucket boundaries for durations in seconds, 1 ms .. ~100 s.
 std::vector<double> SecondsBuckets();
+
+// A family without labels registered in `registry` (once: a registry built
+// with InsertBehavior::Throw refuses a second registration of `name`), and
+// its one series. The series lives as long as the registry.
+prometheus::Counter& UnlabelledCounter(prometheus::Registry& registry, const std::string& name,
+                                       const std::string& help);
+prometheus::Gauge& UnlabelledGauge(prometheus::Registry& registry, const std::string& name,
+                                   const std::string& help);
+prometheus::Histogram& UnlabelledHistogram(prometheus::Registry& registry, const std::string& name,
+                                           const std::string& help, std::vector<double> buckets);
 
 }  // namespace rlvr
 

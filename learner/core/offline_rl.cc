@@ -23,6 +23,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "learner/core/batcher.h"
 #include "learner/core/estimator_registry.h"
+#include "learner/core/rl_schedule.h"
 #include "learner/core/step.h"
 
 namespace rlvr::learner {
@@ -30,19 +31,6 @@ namespace {
 
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The trainer's schedule (learner/trainer/trainer.cc LearningRate).
-double LearningRate(const RunConfig& c, uint64_t s_int) {
-  const OptimConfig& o = c.optim;
-  const double s = static_cast<double>(s_int);
-  if (o.warmup_steps > 0 && s < o.warmup_steps) return o.lr * (s + 1) / o.warmup_steps;
-  if (o.schedule != "cosine") return o.lr;
-  const double total = static_cast<double>(std::max(1, c.run.total_updates)) *
-                       std::max(1, c.batching.mini_batches) * std::max(1, c.batching.epochs);
-  const double span = std::max(1.0, total - o.warmup_steps);
-  const double progress = std::clamp((s - o.warmup_steps) / span, 0.0, 1.0);
-  return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + std::cos(M_PI * progress)));
 }
 
 absl::StatusOr<double> HeldOut(policy::Transformer& model, const Tokenizer& tokenizer,
@@ -117,6 +105,7 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
   so.stop_token_ids = {tokenizer->eos_id()};
   const int g_size = c.actor.group_size;
   uint64_t optimizer_steps = 0;
+  const LrSchedule schedule = RlLrSchedule(c.optim, c.batching, c.run.total_updates);
   double final_heldout = base_heldout;
 
   for (int update = 1; update <= c.run.total_updates; ++update) {
@@ -174,7 +163,7 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
     }
     UpdateDiagnostics diag;
     double grad_norm_sum = 0.0;
-    double lr = LearningRate(c, optimizer_steps);
+    double lr = schedule.At(static_cast<double>(optimizer_steps));
     for (const OptimizerStep& step : plan.steps) {
       for (auto& p : params) p.mutable_grad() = torch::Tensor();
       ASSIGN_OR_RETURN(
@@ -185,7 +174,7 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
       const double clip =
           c.optim.grad_clip > 0 ? c.optim.grad_clip : std::numeric_limits<double>::infinity();
       const double norm = torch::nn::utils::clip_grad_norm_(params, clip);
-      lr = LearningRate(c, optimizer_steps);
+      lr = schedule.At(static_cast<double>(optimizer_steps));
       if (std::isfinite(norm)) {
         for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
         optimizer.step();

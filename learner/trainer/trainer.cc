@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/base/lr_schedule.h"
 #include "common/base/splitmix.h"
 #include "common/base/status_macros.h"
 #include "common/policy/factory.h"
@@ -21,6 +20,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "learner/core/batcher.h"
 #include "learner/core/estimator_registry.h"
+#include "learner/core/rl_schedule.h"
 #include "learner/core/step.h"
 #include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"
@@ -210,16 +210,8 @@ class Trainer::Impl {
   }
 
   double LearningRate(uint64_t optimizer_step) const {
-    const OptimConfig& o = options_.optim;
-    LrSchedule schedule;
-    schedule.peak = o.lr;
-    schedule.warmup_steps = o.warmup_steps;
-    schedule.cosine = o.schedule == "cosine";
-    schedule.total_steps = static_cast<double>(std::max(1, options_.total_updates)) *
-                           std::max(1, options_.batching.mini_batches) *
-                           std::max(1, options_.batching.epochs);
-    schedule.min_lr_ratio = o.min_lr_ratio;
-    return schedule.At(static_cast<double>(optimizer_step));
+    return RlLrSchedule(options_.optim, options_.batching, options_.total_updates)
+        .At(static_cast<double>(optimizer_step));
   }
 
   uint64_t step_ = 0;
