@@ -17,9 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/base/status_macros.h"
 #include "common/jinja/ast.h"
 #include "common/jinja/parser.h"
-#include "common/base/status_macros.h"
 
 namespace rlvr::jinja {
 
