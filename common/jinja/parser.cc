@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
+#include "common/base/utf8.h"
 
 namespace rlvr::jinja {
 namespace {
@@ -49,24 +50,6 @@ bool IsSpace(char c) {
 }
 bool IsNameStart(char c) { return absl::ascii_isalpha(c) || c == '_'; }
 bool IsNameChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-}
 
 // Python's "unicode-escape" decoding of a string literal's body, as Jinja2
 // reads literals: known escapes are decoded, unknown ones kept as written.
@@ -128,7 +111,7 @@ absl::StatusOr<std::string> Unescape(absl::string_view body, SourcePos pos) {
                              absl::ascii_isdigit(h) ? h - '0' : absl::ascii_tolower(h) - 'a' + 10);
         }
         if (cp > 0x10ffff) return ErrorAt(pos, "illegal Unicode character in a string literal");
-        AppendUtf8(cp, &out);
+        utf8::Append(static_cast<char32_t>(cp), &out);
         i += len;
         break;
       }
@@ -142,7 +125,7 @@ absl::StatusOr<std::string> Unescape(absl::string_view body, SourcePos pos) {
             cp = cp * 8 + static_cast<uint32_t>(body[i + k] - '0');
             ++k;
           }
-          AppendUtf8(cp, &out);
+          utf8::Append(static_cast<char32_t>(cp), &out);
           i += k - 1;
         } else {
           out.push_back('\\');

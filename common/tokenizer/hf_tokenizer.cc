@@ -25,8 +25,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
+#include "common/base/utf8.h"
 #include "common/tokenizer/onig_regex.h"
-#include "common/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace rlvr {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/base/utf8.h"
 #include "common/tokenizer/onig_regex.h"
-#include "common/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace rlvr {

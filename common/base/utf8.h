@@ -1,8 +1,9 @@
-// UTF-8 helpers for the Hugging Face tokenizer: validation, encoding one code
-// point, and the lossy decoding Hugging Face applies to decoded bytes.
+// UTF-8 helpers (the Hugging Face tokenizer, the Jinja engine): validation,
+// encoding one code point, and the lossy decoding Hugging Face applies to
+// decoded bytes.
 // All functions are pure and thread-safe.
-#ifndef RLVR_COMMON_TOKENIZER_UTF8_H_
-#define RLVR_COMMON_TOKENIZER_UTF8_H_
+#ifndef RLVR_COMMON_BASE_UTF8_H_
+#define RLVR_COMMON_BASE_UTF8_H_
 
 #include <cstddef>
 #include <string>
@@ -19,7 +20,8 @@ int DecodeOne(absl::string_view s, size_t i, char32_t* cp);
 // Offset of the first byte that does not start a valid sequence, or npos.
 size_t FirstInvalid(absl::string_view s);
 
-// Appends the UTF-8 encoding of `cp` (must be a scalar value).
+// Appends the UTF-8 encoding of `cp` (<= 0x10FFFF). A surrogate (not a scalar
+// value) is written in its 3-byte form, which is not valid UTF-8.
 void Append(char32_t cp, std::string* out);
 
 // `bytes` with every maximal invalid subsequence replaced by U+FFFD, the way
@@ -30,4 +32,4 @@ std::string Lossy(absl::string_view bytes);
 
 }  // namespace rlvr::utf8
 
-#endif  // RLVR_COMMON_TOKENIZER_UTF8_H_
+#endif  // RLVR_COMMON_BASE_UTF8_H_

@@ -1,4 +1,4 @@
-#include "common/tokenizer/utf8.h"
+#include "common/base/utf8.h"
 
 namespace rlvr::utf8 {
 namespace {
