@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <mutex>
+#include <mutex>  // std::lock_guard on torch::Generator::mutex() (LibTorch API)
 #include <sstream>
 #include <utility>
 
+#include "absl/base/attributes.h"
+#include "absl/base/const_init.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/splitmix.h"
 #include "common/base/status_macros.h"
 #include "common/policy/factory.h"
@@ -83,8 +86,8 @@ class Trainer::Impl {
     // CreateTransformer seeds and draws from the process-wide torch RNG;
     // trainers created concurrently in one process (tests) take turns.
     {
-      static std::mutex* init_mutex = new std::mutex;
-      std::lock_guard<std::mutex> init_lock(*init_mutex);
+      ABSL_CONST_INIT static absl::Mutex init_mutex(absl::kConstInit);
+      absl::MutexLock init_lock(&init_mutex);
       // The starting policy: model.hf_path's weights, or the seeded init.
       ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
       if (options_.loss.kl_coef > 0) {
