@@ -1,12 +1,11 @@
 #include "common/tasks/chain_task.h"
 
-#include <cmath>
-#include <random>
 #include <unordered_set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/tasks/expression_draw.h"
 
 namespace rlvr {
 namespace {
@@ -34,11 +33,11 @@ class ChainTask final : public Task {
 
 }  // namespace
 
-std::string ChainCompletion(const std::vector<long long>& operands, const std::string& ops) {
+std::string ChainCompletion(const std::vector<int64_t>& operands, const std::string& ops) {
   std::string out;
-  long long acc = operands.empty() ? 0 : operands[0];
+  int64_t acc = operands.empty() ? 0 : operands[0];
   for (size_t k = 0; k < ops.size() && k + 1 < operands.size(); ++k) {
-    const long long next = ops[k] == '-' ? acc - operands[k + 1] : acc + operands[k + 1];
+    const int64_t next = ops[k] == '-' ? acc - operands[k + 1] : acc + operands[k + 1];
     absl::StrAppend(&out, acc, std::string(1, ops[k]), operands[k + 1], "=", next, ";");
     acc = next;
   }
@@ -61,14 +60,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeChainTask(const TaskConfig& c) {
   if (c.train_size < 0 || c.heldout_size < 0) {
     return absl::InvalidArgumentError("task: sizes must be >= 0");
   }
-  auto low = [](int d) -> long long {
-    return d == 1 ? 0 : static_cast<long long>(std::pow(10, d - 1));
-  };
-  auto high = [](int d) -> long long { return static_cast<long long>(std::pow(10, d)) - 1; };
-  double operands = 0;
-  for (int d = c.min_digits; d <= c.max_digits; ++d) operands += double(high(d) - low(d) + 1);
-  const double space =
-      std::pow(operands, c.num_terms) * std::pow(double(c.ops.size()), c.num_terms - 1);
+  const double space = ExpressionSpace(c);
   const long long needed = static_cast<long long>(c.train_size) + c.heldout_size;
   // Distinct draws get slow near the size of the space; require 2x headroom.
   if (space < 2.0 * double(needed)) {
@@ -78,33 +70,17 @@ absl::StatusOr<std::unique_ptr<Task>> MakeChainTask(const TaskConfig& c) {
                      "least twice train_size + heldout_size = ",
                      needed));
   }
-  std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
-  std::uniform_int_distribution<int> digits(c.min_digits, c.max_digits);
-  std::uniform_int_distribution<size_t> op_index(0, c.ops.size() - 1);
+  ExpressionDrawer draw(c);
   std::unordered_set<std::string> seen;
   std::vector<Prompt> all;
   all.reserve(static_cast<size_t>(needed));
   while (static_cast<long long>(all.size()) < needed) {
-    std::vector<long long> values(static_cast<size_t>(c.num_terms));
-    std::string ops, text;
-    for (int k = 0; k < c.num_terms; ++k) {
-      const int d = digits(rng);
-      values[static_cast<size_t>(k)] =
-          std::uniform_int_distribution<long long>(low(d), high(d))(rng);
-      if (k > 0) {
-        ops.push_back(c.ops[op_index(rng)]);
-        text.push_back(ops.back());
-      }
-      absl::StrAppend(&text, values[static_cast<size_t>(k)]);
-    }
-    text.push_back('=');
-    if (!seen.insert(text).second) continue;
-    all.push_back(Prompt{"", std::move(text), ChainCompletion(values, ops)});
+    DrawnExpression e = draw.Next();
+    if (!seen.insert(e.text).second) continue;
+    std::string answer = ChainCompletion(e.operands, e.ops);
+    all.push_back(Prompt{"", std::move(e.text), std::move(answer)});
   }
-  std::vector<Prompt> train(all.begin(), all.begin() + c.train_size);
-  std::vector<Prompt> heldout(all.begin() + c.train_size, all.end());
-  for (size_t i = 0; i < train.size(); ++i) train[i].id = absl::StrCat("train-", i);
-  for (size_t i = 0; i < heldout.size(); ++i) heldout[i].id = absl::StrCat("heldout-", i);
+  auto [train, heldout] = SplitDrawnPrompts(std::move(all), c.train_size);
   return std::unique_ptr<Task>(std::make_unique<ChainTask>(std::move(train), std::move(heldout)));
 }
 

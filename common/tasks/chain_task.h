@@ -17,6 +17,7 @@
 #ifndef RLVR_COMMON_TASKS_CHAIN_TASK_H_
 #define RLVR_COMMON_TASKS_CHAIN_TASK_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeChainTask(const TaskConfig& config);
 
 // The reference chain of `operands` combined by `ops` (ops.size() ==
 // operands.size() - 1), e.g. ({12, 34, 7}, "++") -> "12+34=46;46+7=53;#53".
-std::string ChainCompletion(const std::vector<long long>& operands, const std::string& ops);
+std::string ChainCompletion(const std::vector<int64_t>& operands, const std::string& ops);
 
 }  // namespace rlvr
 

@@ -3,11 +3,9 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -17,6 +15,7 @@
 #include "common/base/splitmix.h"
 #include "common/base/status_macros.h"
 #include "common/tasks/chain_task.h"
+#include "common/tasks/expression_draw.h"
 #include "common/tasks/prompt_format.h"
 
 namespace rlvr {
@@ -88,15 +87,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
   if (c.train_size < 0 || c.heldout_size < 0) {
     return absl::InvalidArgumentError("task: sizes must be >= 0");
   }
-  // Operand ranges per digit count: 1 digit is 0..9, d digits 10^(d-1)..10^d-1.
-  auto low = [](int d) -> int64_t {
-    return d == 1 ? 0 : static_cast<int64_t>(std::pow(10, d - 1));
-  };
-  auto high = [](int d) -> int64_t { return static_cast<int64_t>(std::pow(10, d)) - 1; };
-  double operands = 0;
-  for (int d = c.min_digits; d <= c.max_digits; ++d) operands += double(high(d) - low(d) + 1);
-  const double space =
-      std::pow(operands, c.num_terms) * std::pow(double(c.ops.size()), c.num_terms - 1);
+  const double space = ExpressionSpace(c);
   const int64_t needed = int64_t{c.train_size} + c.heldout_size;
   if (space < double(needed)) {
     return absl::InvalidArgumentError(
@@ -105,9 +96,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
                      "train_size + heldout_size = ",
                      needed));
   }
-  std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
-  std::uniform_int_distribution<int> digits(c.min_digits, c.max_digits);
-  std::uniform_int_distribution<size_t> op_index(0, c.ops.size() - 1);
+  ExpressionDrawer draw(c);
   std::unordered_set<std::string> seen;
   std::vector<Prompt> all;
   all.reserve(needed);
@@ -117,28 +106,13 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
       return absl::InvalidArgumentError(
           absl::StrCat("task: could not draw ", needed, " distinct expressions (space too small)"));
     }
-    std::vector<int64_t> values(c.num_terms);
-    std::string ops;
-    std::string text;
-    for (int k = 0; k < c.num_terms; ++k) {
-      int d = digits(rng);
-      values[k] = std::uniform_int_distribution<int64_t>(low(d), high(d))(rng);
-      if (k > 0) {
-        ops.push_back(c.ops[op_index(rng)]);
-        text.push_back(ops.back());
-      }
-      absl::StrAppend(&text, values[k]);
-    }
-    text.push_back('=');
+    DrawnExpression e = draw.Next();
     int64_t result;
-    if (!EvalExpression(values, ops, &result)) continue;
-    if (!seen.insert(text).second) continue;
-    all.push_back(Prompt{"", std::move(text), absl::StrCat(result)});
+    if (!EvalExpression(e.operands, e.ops, &result)) continue;
+    if (!seen.insert(e.text).second) continue;
+    all.push_back(Prompt{"", std::move(e.text), absl::StrCat(result)});
   }
-  std::vector<Prompt> train(all.begin(), all.begin() + c.train_size);
-  std::vector<Prompt> heldout(all.begin() + c.train_size, all.end());
-  for (size_t i = 0; i < train.size(); ++i) train[i].id = absl::StrCat("train-", i);
-  for (size_t i = 0; i < heldout.size(); ++i) heldout[i].id = absl::StrCat("heldout-", i);
+  auto [train, heldout] = SplitDrawnPrompts(std::move(all), c.train_size);
   return std::unique_ptr<Task>(
       std::make_unique<FixedTask>("arithmetic", std::move(train), std::move(heldout)));
 }
