@@ -27,7 +27,7 @@
 namespace rlvr::actor {
 
 policy::Transformer ActorImpl::NewModel() const {
-  return policy::Transformer(options_.model, vocab_size_);
+  return policy::Transformer(options_.model, vocab_size_, /*init_seed=*/std::nullopt);
 }
 
 void ActorImpl::WeightLoop() {

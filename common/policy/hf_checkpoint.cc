@@ -100,7 +100,7 @@ absl::StatusOr<Transformer> LoadHfModel(const std::string& dir, const HfLoadOpti
   }
   Transformer model(nullptr);
   try {
-    model = Transformer(info.config, info.config.vocab_size, /*random_init=*/false,
+    model = Transformer(info.config, info.config.vocab_size, /*init_seed=*/std::nullopt,
                         torch::TensorOptions().dtype(options.dtype).device(options.device));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(dir, "/config.json: ", e.what()));

@@ -270,7 +270,7 @@ TEST(HfCheckpointTest, Llama3RopeScalingChangesTheResult) {
   ASSERT_TRUE(scaled.ok());
   ModelConfig c = (*scaled)->config();
   c.rope_scaling.clear();
-  Transformer plain(c, c.vocab_size, /*random_init=*/false);
+  Transformer plain(c, c.vocab_size, /*init_seed=*/std::nullopt);
   ASSERT_TRUE(LoadHfWeights(dir, plain).ok());
   const double diff = SingleSequenceDiff(plain, ReadExpected(dir), /*check_greedy=*/false);
   EXPECT_GT(diff, 1e-2);

@@ -1,5 +1,7 @@
 #include "common/policy/model.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -207,7 +209,8 @@ std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int
   return out;
 }
 
-TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size, bool random_init,
+TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size,
+                                 std::optional<uint64_t> init_seed,
                                  const torch::TensorOptions& empty_options)
     : config_(config), vocab_size_(vocab_size), hf_(config.arch != "builtin") {
   TORCH_CHECK(vocab_size >= 1, "vocab_size must be >= 1");
@@ -221,19 +224,23 @@ TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size
   TORCH_CHECK(head_dim_ % 2 == 0, "head dimension must be even for RoPE");
   const double std = config.init_std;
   torch::NoGradGuard no_grad;
+  // Seeded like torch::manual_seed seeds the default generator, so a seed
+  // gives the weights it gave when the default generator was used.
+  std::optional<at::Generator> gen;
+  if (init_seed.has_value()) gen = at::make_generator<at::CPUGeneratorImpl>(*init_seed);
   layers_.resize(config.n_layers);
   // Registration in Specs order keeps named_parameters() == ParameterLayout
   // and, for the built-in model, the RNG draws in their original order.
   for (ParamSpec& p : Specs(config, vocab_size)) {
     torch::Tensor value;
-    if (!random_init) {
+    if (!gen.has_value()) {
       value = torch::empty(p.dims, empty_options);
     } else if (IsNorm(p.role)) {
       value = torch::ones(p.dims);
     } else if (IsBias(p.role)) {
       value = torch::zeros(p.dims);
     } else {
-      value = torch::randn(p.dims) * std;
+      value = torch::randn(p.dims, *gen) * std;
     }
     torch::Tensor t = RegisterAt(*this, p.name, std::move(value));
     Layer* l = p.layer >= 0 ? &layers_[p.layer] : nullptr;
@@ -574,8 +581,7 @@ absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, i
     return absl::InvalidArgumentError("model: n_layers and d_ff must be >= 1");
   }
   try {
-    torch::manual_seed(init_seed);
-    return Transformer(config, vocab_size);
+    return Transformer(config, vocab_size, init_seed);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("model: ", e.what()));
   }

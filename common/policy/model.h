@@ -41,6 +41,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,12 +65,14 @@ struct KvCache {
 class TransformerImpl : public torch::nn::Module {
  public:
   // Throws c10::Error if the config is inconsistent (ValidateModelConfig,
-  // vocab_size < 1, config.vocab_size set and different). With random_init,
-  // initialises weights from the global torch RNG (normal, std =
-  // config.init_std; norms to 1, biases to 0); otherwise the parameters are
-  // allocated uninitialised with `empty_options` (dtype, device), for a
-  // loader that fills every one.
-  TransformerImpl(const rlvr::ModelConfig& config, int vocab_size, bool random_init = true,
+  // vocab_size < 1, config.vocab_size set and different). With `init_seed`,
+  // initialises weights from a torch generator of its own seeded with it
+  // (normal, std = config.init_std; norms to 1, biases to 0; the process-wide
+  // torch RNG is neither read nor advanced, so models built concurrently are
+  // each deterministic); without, the parameters are allocated uninitialised
+  // with `empty_options` (dtype, device), for a loader that fills every one.
+  TransformerImpl(const rlvr::ModelConfig& config, int vocab_size,
+                  std::optional<uint64_t> init_seed,
                   const torch::TensorOptions& empty_options = torch::TensorOptions());
 
   // tokens [B, L] int64 -> logits [B, L, V] (the parameters' dtype),
@@ -160,8 +163,9 @@ struct ParameterShape {
 std::vector<ParameterShape> ParameterLayout(const rlvr::ModelConfig& config, int vocab_size);
 
 // A validated model: checks `config` (ValidateModelConfig) and vocab_size,
-// seeds the global torch RNG with `init_seed` and constructs (randomly
-// initialised; LoadHfModel in hf_checkpoint.h loads a HF directory).
+// and constructs it randomly initialised from `init_seed` (the same weights
+// for the same seed, whatever else the process draws; LoadHfModel in
+// hf_checkpoint.h loads a HF directory).
 // InvalidArgument on a bad config.
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,
                                               uint64_t init_seed);

@@ -36,6 +36,30 @@ std::vector<const std::vector<int>*> Ptrs(const std::vector<std::vector<int>>& v
 const std::vector<std::vector<int>> kPrompts = {
     {1, 5, 7}, {1, 3, 3, 9, 12, 4}, {1, 2}, {1, 8, 8, 8, 6, 5, 4, 3, 2}};
 
+// The init draws from a generator of its own: the process-wide torch RNG is
+// neither read nor advanced, and a seed gives the weights that seeding the
+// default generator with it gave (the first parameter drawn is the
+// embedding: randn * init_std).
+TEST(TransformerTest, InitIsItsOwnSeededGenerator) {
+  torch::manual_seed(99);
+  const torch::Tensor expected_draw = torch::rand({8});
+  torch::manual_seed(99);
+  Transformer a = TinyModel(7);
+  EXPECT_TRUE(torch::equal(torch::rand({8}), expected_draw)) << "init advanced the global RNG";
+  torch::manual_seed(12345);  // Whatever state the process is in.
+  Transformer b = TinyModel(7);
+  const auto pa = a->named_parameters();
+  const auto pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(pa[i].value(), pb[i].value())) << pa[i].key();
+  }
+  torch::manual_seed(7);
+  const torch::Tensor embed = pa[0].value();
+  EXPECT_TRUE(torch::equal(embed, torch::randn(embed.sizes()) * 0.3)) << pa[0].key();
+  EXPECT_FALSE(torch::equal(TinyModel(8)->named_parameters()[0].value(), embed));
+}
+
 TEST(TransformerTest, ForwardIsCausalAndShaped) {
   torch::set_num_threads(1);
   Transformer m = TinyModel(1);

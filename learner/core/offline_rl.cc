@@ -50,8 +50,8 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
   torch::set_num_threads(1);
   std::unique_ptr<Tokenizer> tokenizer = MakeCharTokenizer();
   ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(c.task, *tokenizer, TaskOptions{}));
-  torch::manual_seed(static_cast<uint64_t>(c.pretrain.seed));
-  policy::Transformer model(c.model, tokenizer->vocab_size());
+  policy::Transformer model(c.model, tokenizer->vocab_size(),
+                            static_cast<uint64_t>(c.pretrain.seed));
   const std::string& base = c.pretrain.checkpoint;
   if (std::filesystem::exists(base)) {
     RETURN_IF_ERROR(policy::LoadWeightsFile(base, model, nullptr));

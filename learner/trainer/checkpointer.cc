@@ -19,6 +19,8 @@
 #include "common/base/checksum.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "google/protobuf/text_format.h"
+#include "rlvr/v1/trainer_sync.pb.h"
 
 namespace rlvr::learner {
 namespace {
@@ -26,7 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kManifest[] = "MANIFEST";
-constexpr char kManifestMagic[] = "rlvr-checkpoint 1";
+constexpr uint32_t kManifestFormat = 2;
+constexpr char kManifestHeading[] =
+    "# rlvr checkpoint manifest: rlvr.v1.CheckpointManifest (proto/rlvr/v1/trainer_sync.proto)\n";
+constexpr char kLegacyManifestMagic[] = "rlvr-checkpoint 1";  // Format 1, still read.
 constexpr char kPrefix[] = "ckpt-";
 
 bool ValidPartName(const std::string& name) {
@@ -107,8 +112,10 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
   fs::create_directory(tmp, ec);
   if (ec) return absl::InternalError(absl::StrCat("mkdir ", tmp.string(), ": ", ec.message()));
 
-  std::string manifest =
-      absl::StrCat(kManifestMagic, "\nstep ", data.step, "\nversion ", data.version, "\n");
+  rlvr::v1::CheckpointManifest m;
+  m.set_format(kManifestFormat);
+  m.set_step(data.step);
+  m.set_version(data.version);
   for (const auto& [name, bytes] : data.parts) {
     if (!ValidPartName(name)) {
       RemoveTreeQuietly(tmp);
@@ -119,9 +126,16 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
       RemoveTreeQuietly(tmp);
       return s;
     }
-    absl::StrAppend(&manifest, "part ", name, " ", bytes.size(), " ", Hex32(Crc32(bytes)), "\n");
+    rlvr::v1::CheckpointManifest::Part* part = m.add_parts();
+    part->set_name(name);
+    part->set_bytes(bytes.size());
+    part->set_crc32(Crc32(bytes));
   }
-  absl::StrAppend(&manifest, "end ", Hex32(Crc32(manifest)), "\n");
+  std::string manifest = kManifestHeading;
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(m, &text);
+  manifest += text;
+  absl::StrAppend(&manifest, "# end ", Hex32(Crc32(manifest)), "\n");
   absl::Status s = WriteFileSynced((tmp / kManifest).string(), manifest);
   if (s.ok()) s = SyncDirectory(tmp.string());
   if (!s.ok()) {
@@ -158,56 +172,91 @@ absl::Status Checkpointer::Save(const CheckpointData& data) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string manifest, ReadFileToString((fs::path(path) / kManifest).string()));
-  // The last line is "end <crc of everything before it>".
-  const size_t end_pos = manifest.rfind("end ");
+namespace {
+
+// Reads a part file and checks it against its manifest entry.
+absl::StatusOr<std::string> ReadPart(const std::string& path, const std::string& name,
+                                     uint64_t size, uint32_t crc) {
+  if (!ValidPartName(name)) {
+    return absl::DataLossError(absl::StrCat(path, ": bad part name \"", name, "\""));
+  }
+  absl::StatusOr<std::string> bytes = ReadFileToString((fs::path(path) / (name + ".bin")).string());
+  if (!bytes.ok()) {
+    return absl::DataLossError(absl::StrCat(path, ": part ", name, ": ", bytes.status().message()));
+  }
+  if (bytes->size() != size) {
+    return absl::DataLossError(absl::StrCat(path, ": part ", name, " has ", bytes->size(),
+                                            " bytes, manifest says ", size));
+  }
+  if (Crc32(*bytes) != crc) {
+    return absl::DataLossError(absl::StrCat(path, ": part ", name, " fails its CRC-32"));
+  }
+  return bytes;
+}
+
+// The body before a final "<end_prefix><crc hex>" line, checked against it.
+absl::StatusOr<std::string> CheckedBody(const std::string& path, const std::string& manifest,
+                                        const std::string& end_prefix) {
+  const size_t end_pos = manifest.rfind(end_prefix);
   if (end_pos == std::string::npos || (end_pos > 0 && manifest[end_pos - 1] != '\n')) {
     return absl::DataLossError(absl::StrCat(path, ": manifest has no end line"));
   }
-  const std::string body = manifest.substr(0, end_pos);
+  std::string body = manifest.substr(0, end_pos);
   std::string end_line = manifest.substr(end_pos);
   if (!end_line.empty() && end_line.back() == '\n') end_line.pop_back();
-  if (end_line != absl::StrCat("end ", Hex32(Crc32(body)))) {
+  if (end_line != absl::StrCat(end_prefix, Hex32(Crc32(body)))) {
     return absl::DataLossError(absl::StrCat(path, ": manifest checksum mismatch"));
   }
+  return body;
+}
+
+// Format 1: "rlvr-checkpoint 1", then "step N", "version N" and
+// "part NAME BYTES CRC" lines, then "end CRC".
+absl::StatusOr<CheckpointData> ReadLegacyManifest(const std::string& path,
+                                                  const std::string& manifest) {
+  ASSIGN_OR_RETURN(std::string body, CheckedBody(path, manifest, "end "));
   CheckpointData data;
   bool have_step = false, have_version = false;
   std::vector<std::string> lines = absl::StrSplit(body, '\n', absl::SkipEmpty());
-  if (lines.empty() || lines[0] != kManifestMagic) {
-    return absl::DataLossError(absl::StrCat(path, ": not a checkpoint manifest"));
-  }
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> f = absl::StrSplit(lines[i], ' ');
+    uint64_t size = 0;
+    uint32_t crc = 0;
     if (f.size() == 2 && f[0] == "step" && absl::SimpleAtoi(f[1], &data.step)) {
       have_step = true;
     } else if (f.size() == 2 && f[0] == "version" && absl::SimpleAtoi(f[1], &data.version)) {
       have_version = true;
-    } else if (f.size() == 4 && f[0] == "part" && ValidPartName(f[1])) {
-      uint64_t size = 0;
-      if (!absl::SimpleAtoi(f[2], &size)) {
-        return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
-      }
-      absl::StatusOr<std::string> bytes =
-          ReadFileToString((fs::path(path) / (f[1] + ".bin")).string());
-      if (!bytes.ok()) {
-        return absl::DataLossError(
-            absl::StrCat(path, ": part ", f[1], ": ", bytes.status().message()));
-      }
-      if (bytes->size() != size) {
-        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], " has ", bytes->size(),
-                                                " bytes, manifest says ", size));
-      }
-      if (Hex32(Crc32(*bytes)) != f[3]) {
-        return absl::DataLossError(absl::StrCat(path, ": part ", f[1], " fails its CRC-32"));
-      }
-      data.parts[f[1]] = *std::move(bytes);
+    } else if (f.size() == 4 && f[0] == "part" && absl::SimpleAtoi(f[2], &size) &&
+               absl::SimpleHexAtoi(f[3], &crc)) {
+      ASSIGN_OR_RETURN(data.parts[f[1]], ReadPart(path, f[1], size, crc));
     } else {
       return absl::DataLossError(absl::StrCat(path, ": bad manifest line: ", lines[i]));
     }
   }
   if (!have_step || !have_version) {
     return absl::DataLossError(absl::StrCat(path, ": manifest lacks step or version"));
+  }
+  return data;
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointData> Checkpointer::Read(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string manifest, ReadFileToString((fs::path(path) / kManifest).string()));
+  if (manifest.rfind(absl::StrCat(kLegacyManifestMagic, "\n"), 0) == 0) {
+    return ReadLegacyManifest(path, manifest);
+  }
+  ASSIGN_OR_RETURN(std::string body, CheckedBody(path, manifest, "# end "));
+  rlvr::v1::CheckpointManifest m;
+  if (!google::protobuf::TextFormat::ParseFromString(body, &m) || m.format() != kManifestFormat) {
+    return absl::DataLossError(absl::StrCat(path, ": not a checkpoint manifest"));
+  }
+  CheckpointData data;
+  data.step = m.step();
+  data.version = m.version();
+  for (const rlvr::v1::CheckpointManifest::Part& part : m.parts()) {
+    ASSIGN_OR_RETURN(data.parts[part.name()],
+                     ReadPart(path, part.name(), part.bytes(), part.crc32()));
   }
   return data;
 }

@@ -1,7 +1,9 @@
 // On-disk checkpoints of the learner: a directory of `ckpt-<step>/`
 // subdirectories, each holding named binary parts (`<part>.bin`) and a
 // MANIFEST that lists every part with its size and CRC-32 (common/base/checksum.h)
-// and is itself checksummed. Torch-free: the Trainer decides what the parts
+// and is itself checksummed: an rlvr.v1.CheckpointManifest in protobuf text
+// format (proto/rlvr/v1/trainer_sync.proto) and a "# end <crc>" line; the
+// line-based manifests of format 1 are still read. Torch-free: the Trainer decides what the parts
 // are (model weights, optimizer state, RNG state, trainer counters, the
 // ingest side's opaque state); this class only stores and verifies bytes.
 //

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/checksum.h"
 
 namespace rlvr::learner {
 namespace {
@@ -45,6 +48,40 @@ TEST(Checkpointer, RoundTripAndEmptyDir) {
   EXPECT_EQ((*got)->step, 4u);
   EXPECT_EQ((*got)->version, 104u);
   EXPECT_EQ((*got)->parts, Make(4).parts);
+}
+
+// A checkpoint written before the manifest was a protobuf (format 1, a
+// line-based text file) still resumes; the current MANIFEST reads as
+// protobuf text with its end line.
+TEST(Checkpointer, ReadsFormatOneManifests) {
+  const std::string dir = FreshDir("format1");
+  auto ckpt = MakeCheckpointer(dir, 3);
+  ASSERT_TRUE(ckpt->Save(Make(6)).ok());
+  const fs::path path = fs::path(dir) / "ckpt-6";
+  std::ifstream in(path / "MANIFEST");
+  const std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(current.find("step: 6"), std::string::npos) << current;
+  EXPECT_NE(current.find("parts {"), std::string::npos) << current;
+  EXPECT_EQ(current.rfind("# end ", current.size() - 15), current.size() - 15) << current;
+  // The format-1 manifest of the same parts, as the old writer made it.
+  std::string old = "rlvr-checkpoint 1\nstep 6\nversion 106\n";
+  for (const auto& [name, bytes] : Make(6).parts) {
+    char crc[9];
+    std::snprintf(crc, sizeof(crc), "%08x", Crc32(bytes));
+    absl::StrAppend(&old, "part ", name, " ", bytes.size(), " ", crc, "\n");
+  }
+  char end[9];
+  std::snprintf(end, sizeof(end), "%08x", Crc32(old));
+  absl::StrAppend(&old, "end ", end, "\n");
+  std::ofstream(path / "MANIFEST", std::ios::trunc) << old;
+  auto got = Checkpointer::Read(path.string());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->step, 6u);
+  EXPECT_EQ(got->version, 106u);
+  EXPECT_EQ(got->parts, Make(6).parts);
+  // A format-1 manifest with a bad line is refused like before.
+  std::ofstream(path / "MANIFEST", std::ios::trunc) << "rlvr-checkpoint 1\nstep x\nend 0\n";
+  EXPECT_FALSE(Checkpointer::Read(path.string()).ok());
 }
 
 TEST(Checkpointer, KeepsLastK) {

@@ -14,7 +14,6 @@
 #include "absl/base/attributes.h"
 #include "absl/base/const_init.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/base/splitmix.h"
 #include "common/base/status_macros.h"
 #include "common/policy/factory.h"
@@ -83,16 +82,12 @@ class Trainer::Impl {
     int vocab = options_.vocab_size;
     if (vocab <= 0) vocab = MakeCharTokenizer()->vocab_size();
     const uint64_t init_seed = static_cast<uint64_t>(options_.learner.seed);
-    // CreateTransformer seeds and draws from the process-wide torch RNG;
-    // trainers created concurrently in one process (tests) take turns.
-    {
-      ABSL_CONST_INIT static absl::Mutex init_mutex(absl::kConstInit);
-      absl::MutexLock init_lock(&init_mutex);
-      // The starting policy: model.hf_path's weights, or the seeded init.
-      ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
-      if (options_.loss.kl_coef > 0) {
-        ASSIGN_OR_RETURN(reference_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
-      }
+    // The starting policy: model.hf_path's weights, or the seeded init (its
+    // own generator: trainers created concurrently in one process do not
+    // share an RNG).
+    ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
+    if (options_.loss.kl_coef > 0) {
+      ASSIGN_OR_RETURN(reference_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
     }
     // Base weights are read by rank 0 only; the other ranks get rank 0's
     // state (weights, reference, optimizer) with their first update.

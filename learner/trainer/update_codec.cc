@@ -1,251 +1,256 @@
 #include "learner/trainer/update_codec.h"
 
-#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "rlvr/v1/trainer_sync.pb.h"
 
 namespace rlvr::learner::internal {
 namespace {
 
+// Frame: magic, format, header length (u64 little-endian), the UpdateHeader,
+// then the state's three blobs with the sizes the header gives. The lengths
+// make every truncation and every trailing byte an error (a protobuf message
+// cut at a field boundary would still parse).
 constexpr char kMagic[4] = {'R', 'L', 'V', 'U'};
-constexpr uint32_t kFormat = 1;
-constexpr char kCountersMagic[4] = {'R', 'L', 'V', 'C'};
+constexpr uint32_t kFormat = 2;  // 1: the hand-written layout before protobuf.
+constexpr size_t kFrameBytes = 4 + 4 + 8;
+// Format 1's counters record (checkpoints written before format 2): magic and
+// three u64. Still read, so those checkpoints resume.
+constexpr char kLegacyCountersMagic[4] = {'R', 'L', 'V', 'C'};
 
-static_assert(std::endian::native == std::endian::little, "the codec assumes little-endian hosts");
+static_assert(std::endian::native == std::endian::little, "the frame is little-endian");
 
-class Writer {
- public:
-  template <typename T>
-  void Put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
-  }
-  void PutBytes(absl::string_view s) {
-    Put<uint64_t>(s.size());
-    out_.append(s.data(), s.size());
-  }
-  template <typename T>
-  void PutVector(const std::vector<T>& v) {
-    Put<uint64_t>(v.size());
-    if (!v.empty()) out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  void Raw(const char* p, size_t n) { out_.append(p, n); }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(absl::string_view in) : in_(in) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (in_.size() - pos_ < sizeof(T)) return Fail();
-    std::memcpy(v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return true;
-  }
-  bool GetBytes(std::string* s) {
-    uint64_t n = 0;
-    if (!Get(&n) || n > in_.size() - pos_) return Fail();
-    s->assign(in_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  template <typename T>
-  bool GetVector(std::vector<T>* v) {
-    uint64_t n = 0;
-    if (!Get(&n) || n > (in_.size() - pos_) / sizeof(T)) return Fail();
-    v->resize(n);
-    if (n > 0) std::memcpy(v->data(), in_.data() + pos_, n * sizeof(T));
-    pos_ += n * sizeof(T);
-    return true;
-  }
-  // A count of items each at least `min_item_bytes` long (guards resize()).
-  bool GetCount(uint64_t* n, size_t min_item_bytes) {
-    if (!Get(n) || *n > (in_.size() - pos_) / std::max<size_t>(1, min_item_bytes)) return Fail();
-    return true;
-  }
-  bool Expect(const char (&magic)[4]) {
-    if (in_.size() - pos_ < 4 || std::memcmp(in_.data() + pos_, magic, 4) != 0) return Fail();
-    pos_ += 4;
-    return true;
-  }
-  bool AtEnd() const { return pos_ == in_.size(); }
-  bool failed() const { return failed_; }
-
- private:
-  bool Fail() {
-    failed_ = true;
-    return false;
-  }
-  absl::string_view in_;
-  size_t pos_ = 0;
-  bool failed_ = false;
-};
-
-static_assert(sizeof(int) == 4 && sizeof(float) == 4);
-
-void PutStats(Writer& w, const BatchStats& s) {
-  for (int64_t v : {s.groups_in, s.groups_zero_variance, s.groups_dropped_zero_variance,
-                    s.groups_dropped_balance, s.groups_used, s.rollouts_in, s.rollouts_used,
-                    s.rollouts_dropped_balance, s.positive_rollouts, s.negative_rollouts}) {
-    w.Put<int64_t>(v);
-  }
-  for (double v : {s.reward_mean, s.accuracy, s.zero_variance_fraction, s.max_step_imbalance}) {
-    w.Put<double>(v);
-  }
+template <typename T>
+void AppendRaw(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
 }
 
-bool GetStats(Reader& r, BatchStats* s) {
-  for (int64_t* v :
-       {&s->groups_in, &s->groups_zero_variance, &s->groups_dropped_zero_variance,
-        &s->groups_dropped_balance, &s->groups_used, &s->rollouts_in, &s->rollouts_used,
-        &s->rollouts_dropped_balance, &s->positive_rollouts, &s->negative_rollouts}) {
-    if (!r.Get(v)) return false;
-  }
-  for (double* v :
-       {&s->reward_mean, &s->accuracy, &s->zero_variance_fraction, &s->max_step_imbalance}) {
-    if (!r.Get(v)) return false;
-  }
-  return true;
+template <typename T>
+T ReadRaw(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+void ToProto(const TrainerCounters& c, rlvr::v1::TrainerCounters* p) {
+  p->set_step(c.step);
+  p->set_version(c.version);
+  p->set_optimizer_steps(c.optimizer_steps);
+}
+
+TrainerCounters FromProto(const rlvr::v1::TrainerCounters& p) {
+  return {p.step(), p.version(), p.optimizer_steps()};
+}
+
+void ToProto(const BatchStats& s, rlvr::v1::SyncBatchStats* p) {
+  p->set_groups_in(s.groups_in);
+  p->set_groups_zero_variance(s.groups_zero_variance);
+  p->set_groups_dropped_zero_variance(s.groups_dropped_zero_variance);
+  p->set_groups_dropped_balance(s.groups_dropped_balance);
+  p->set_groups_used(s.groups_used);
+  p->set_rollouts_in(s.rollouts_in);
+  p->set_rollouts_used(s.rollouts_used);
+  p->set_rollouts_dropped_balance(s.rollouts_dropped_balance);
+  p->set_positive_rollouts(s.positive_rollouts);
+  p->set_negative_rollouts(s.negative_rollouts);
+  p->set_reward_mean(s.reward_mean);
+  p->set_accuracy(s.accuracy);
+  p->set_zero_variance_fraction(s.zero_variance_fraction);
+  p->set_max_step_imbalance(s.max_step_imbalance);
+}
+
+BatchStats FromProto(const rlvr::v1::SyncBatchStats& p) {
+  BatchStats s;
+  s.groups_in = p.groups_in();
+  s.groups_zero_variance = p.groups_zero_variance();
+  s.groups_dropped_zero_variance = p.groups_dropped_zero_variance();
+  s.groups_dropped_balance = p.groups_dropped_balance();
+  s.groups_used = p.groups_used();
+  s.rollouts_in = p.rollouts_in();
+  s.rollouts_used = p.rollouts_used();
+  s.rollouts_dropped_balance = p.rollouts_dropped_balance();
+  s.positive_rollouts = p.positive_rollouts();
+  s.negative_rollouts = p.negative_rollouts();
+  s.reward_mean = p.reward_mean();
+  s.accuracy = p.accuracy();
+  s.zero_variance_fraction = p.zero_variance_fraction();
+  s.max_step_imbalance = p.max_step_imbalance();
+  return s;
+}
+
+template <typename T, typename Repeated>
+void AssignTo(std::vector<T>* out, const Repeated& in) {
+  out->assign(in.data(), in.data() + in.size());
+}
+
+template <typename Repeated, typename T>
+void AssignFrom(Repeated* out, const std::vector<T>& in) {
+  out->Assign(in.begin(), in.end());
 }
 
 }  // namespace
 
 std::string EncodeUpdateMessage(const UpdateMessage& m) {
-  Writer w;
-  w.Raw(kMagic, 4);
-  w.Put<uint32_t>(kFormat);
-  w.Put<uint8_t>(m.stop ? 1 : 0);
-  w.Put<uint8_t>(m.state.has_value() ? 1 : 0);
-  if (m.state) {
-    w.Put<uint64_t>(m.state->counters.step);
-    w.Put<uint64_t>(m.state->counters.version);
-    w.Put<uint64_t>(m.state->counters.optimizer_steps);
-    w.PutBytes(m.state->weights);
-    w.PutBytes(m.state->reference_weights);
-    w.PutBytes(m.state->optimizer);
+  rlvr::v1::UpdateHeader h;
+  h.set_stop(m.stop);
+  if (m.state.has_value()) {
+    h.set_has_state(true);
+    ToProto(m.state->counters, h.mutable_state_counters());
+    h.set_weights_bytes(m.state->weights.size());
+    h.set_reference_weights_bytes(m.state->reference_weights.size());
+    h.set_optimizer_bytes(m.state->optimizer.size());
   }
-  w.Put<uint64_t>(m.groups.size());
   for (const Group& g : m.groups) {
-    w.PutBytes(g.prompt_id);
-    w.Put<uint64_t>(g.prompt_index);
-    w.Put<uint64_t>(g.lease_id);
-    w.Put<uint64_t>(g.policy_version);
-    w.PutVector(g.prompt);
-    w.Put<uint64_t>(g.rollouts.size());
+    rlvr::v1::SyncGroup* pg = h.add_groups();
+    pg->set_prompt_id(g.prompt_id);
+    pg->set_prompt_index(g.prompt_index);
+    pg->set_lease_id(g.lease_id);
+    pg->set_policy_version(g.policy_version);
+    AssignFrom(pg->mutable_prompt(), g.prompt);
     for (const Rollout& r : g.rollouts) {
-      w.PutVector(r.tokens);
-      w.PutVector(r.behaviour_logprobs);
-      w.Put<double>(r.reward);
+      rlvr::v1::SyncRollout* pr = pg->add_rollouts();
+      AssignFrom(pr->mutable_tokens(), r.tokens);
+      AssignFrom(pr->mutable_behaviour_logprobs(), r.behaviour_logprobs);
+      pr->set_reward(r.reward);
     }
   }
-  w.Put<uint64_t>(m.plan.steps.size());
   for (const OptimizerStep& s : m.plan.steps) {
-    w.Put<double>(s.normalizer);
-    w.Put<int64_t>(s.tokens);
-    w.Put<int64_t>(s.rollouts);
-    w.Put<uint64_t>(s.groups.size());
+    rlvr::v1::SyncOptimizerStep* ps = h.add_steps();
+    ps->set_normalizer(s.normalizer);
+    ps->set_tokens(s.tokens);
+    ps->set_rollouts(s.rollouts);
     for (const SelectedGroup& sg : s.groups) {
-      w.Put<int32_t>(sg.group);
-      w.PutVector(sg.rollouts);
-      w.PutVector(sg.advantages);
+      rlvr::v1::SyncSelectedGroup* psg = ps->add_groups();
+      psg->set_group(sg.group);
+      AssignFrom(psg->mutable_rollouts(), sg.rollouts);
+      AssignFrom(psg->mutable_advantages(), sg.advantages);
     }
   }
-  PutStats(w, m.plan.stats);
-  return w.Take();
+  ToProto(m.plan.stats, h.mutable_stats());
+
+  const size_t header = h.ByteSizeLong();
+  std::string out;
+  out.reserve(kFrameBytes + header + h.weights_bytes() + h.reference_weights_bytes() +
+              h.optimizer_bytes());
+  out.append(kMagic, 4);
+  AppendRaw<uint32_t>(&out, kFormat);
+  AppendRaw<uint64_t>(&out, header);
+  const size_t at = out.size();
+  out.resize(at + header);
+  h.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));
+  if (m.state.has_value()) {
+    out += m.state->weights;
+    out += m.state->reference_weights;
+    out += m.state->optimizer;
+  }
+  return out;
 }
 
 absl::StatusOr<UpdateMessage> DecodeUpdateMessage(absl::string_view bytes) {
-  Reader r(bytes);
-  UpdateMessage m;
-  uint32_t format = 0;
-  uint8_t stop = 0, has_state = 0;
   auto bad = [&](const char* what) {
     return absl::DataLossError(
         absl::StrCat("update message: bad or truncated ", what, " (", bytes.size(), " bytes)"));
   };
-  if (!r.Expect(kMagic) || !r.Get(&format)) return bad("header");
-  if (format != kFormat) return bad("format version");
-  if (!r.Get(&stop) || !r.Get(&has_state)) return bad("flags");
-  m.stop = stop != 0;
-  if (has_state != 0) {
+  if (bytes.size() < kFrameBytes || std::memcmp(bytes.data(), kMagic, 4) != 0) {
+    return bad("header");
+  }
+  if (ReadRaw<uint32_t>(bytes.data() + 4) != kFormat) return bad("format version");
+  const uint64_t header = ReadRaw<uint64_t>(bytes.data() + 8);
+  if (header > bytes.size() - kFrameBytes || header > INT32_MAX) return bad("header length");
+  rlvr::v1::UpdateHeader h;
+  if (!h.ParseFromArray(bytes.data() + kFrameBytes, static_cast<int>(header))) {
+    return bad("header message");
+  }
+  absl::string_view blobs = bytes.substr(kFrameBytes + header);
+  if (!h.has_state() && (h.weights_bytes() | h.reference_weights_bytes() | h.optimizer_bytes())) {
+    return bad("state sizes");
+  }
+  // Each size against what is left, so the sum cannot overflow.
+  auto take = [&](uint64_t n, std::string* out) {
+    if (n > blobs.size()) return false;
+    out->assign(blobs.data(), n);
+    blobs.remove_prefix(n);
+    return true;
+  };
+  UpdateMessage m;
+  m.stop = h.stop();
+  if (h.has_state()) {
     TrainerState s;
-    if (!r.Get(&s.counters.step) || !r.Get(&s.counters.version) ||
-        !r.Get(&s.counters.optimizer_steps) || !r.GetBytes(&s.weights) ||
-        !r.GetBytes(&s.reference_weights) || !r.GetBytes(&s.optimizer)) {
+    s.counters = FromProto(h.state_counters());
+    if (!take(h.weights_bytes(), &s.weights) ||
+        !take(h.reference_weights_bytes(), &s.reference_weights) ||
+        !take(h.optimizer_bytes(), &s.optimizer)) {
       return bad("state");
     }
     m.state = std::move(s);
   }
-  uint64_t n_groups = 0;
-  if (!r.GetCount(&n_groups, 40)) return bad("group count");
-  m.groups.resize(n_groups);
-  for (Group& g : m.groups) {
-    uint64_t n_rollouts = 0;
-    if (!r.GetBytes(&g.prompt_id) || !r.Get(&g.prompt_index) || !r.Get(&g.lease_id) ||
-        !r.Get(&g.policy_version) || !r.GetVector(&g.prompt) || !r.GetCount(&n_rollouts, 24)) {
-      return bad("group");
-    }
-    g.rollouts.resize(n_rollouts);
-    for (Rollout& ro : g.rollouts) {
-      if (!r.GetVector(&ro.tokens) || !r.GetVector(&ro.behaviour_logprobs) || !r.Get(&ro.reward)) {
-        return bad("rollout");
-      }
+  if (!blobs.empty()) return bad("trailing bytes");
+
+  m.groups.resize(h.groups_size());
+  for (int i = 0; i < h.groups_size(); ++i) {
+    const rlvr::v1::SyncGroup& pg = h.groups(i);
+    Group& g = m.groups[i];
+    g.prompt_id = pg.prompt_id();
+    g.prompt_index = pg.prompt_index();
+    g.lease_id = pg.lease_id();
+    g.policy_version = pg.policy_version();
+    AssignTo(&g.prompt, pg.prompt());
+    g.rollouts.resize(pg.rollouts_size());
+    for (int j = 0; j < pg.rollouts_size(); ++j) {
+      const rlvr::v1::SyncRollout& pr = pg.rollouts(j);
+      AssignTo(&g.rollouts[j].tokens, pr.tokens());
+      AssignTo(&g.rollouts[j].behaviour_logprobs, pr.behaviour_logprobs());
+      g.rollouts[j].reward = pr.reward();
     }
   }
-  uint64_t n_steps = 0;
-  if (!r.GetCount(&n_steps, 32)) return bad("step count");
-  m.plan.steps.resize(n_steps);
-  for (OptimizerStep& s : m.plan.steps) {
-    uint64_t n_selected = 0;
-    if (!r.Get(&s.normalizer) || !r.Get(&s.tokens) || !r.Get(&s.rollouts) ||
-        !r.GetCount(&n_selected, 20)) {
-      return bad("step");
-    }
-    s.groups.resize(n_selected);
-    for (SelectedGroup& sg : s.groups) {
-      int32_t group = 0;
-      if (!r.Get(&group) || !r.GetVector(&sg.rollouts) || !r.GetVector(&sg.advantages)) {
-        return bad("selected group");
-      }
-      if (group < 0 || static_cast<uint64_t>(group) >= n_groups) return bad("group index");
-      sg.group = group;
+  m.plan.steps.resize(h.steps_size());
+  for (int i = 0; i < h.steps_size(); ++i) {
+    const rlvr::v1::SyncOptimizerStep& ps = h.steps(i);
+    OptimizerStep& s = m.plan.steps[i];
+    s.normalizer = ps.normalizer();
+    s.tokens = ps.tokens();
+    s.rollouts = ps.rollouts();
+    s.groups.resize(ps.groups_size());
+    for (int j = 0; j < ps.groups_size(); ++j) {
+      const rlvr::v1::SyncSelectedGroup& psg = ps.groups(j);
+      SelectedGroup& sg = s.groups[j];
+      if (psg.group() < 0 || psg.group() >= h.groups_size()) return bad("group index");
+      sg.group = psg.group();
+      AssignTo(&sg.rollouts, psg.rollouts());
+      AssignTo(&sg.advantages, psg.advantages());
       for (int ro : sg.rollouts) {
-        if (ro < 0 || static_cast<size_t>(ro) >= m.groups[group].rollouts.size()) {
-          return bad("rollout index");
-        }
+        if (ro < 0 || ro >= h.groups(sg.group).rollouts_size()) return bad("rollout index");
       }
       if (sg.advantages.size() != sg.rollouts.size()) return bad("advantages");
     }
   }
-  if (!GetStats(r, &m.plan.stats)) return bad("stats");
-  if (!r.AtEnd()) return bad("trailing bytes");
+  m.plan.stats = FromProto(h.stats());
   return m;
 }
 
 std::string EncodeCounters(const TrainerCounters& c) {
-  Writer w;
-  w.Raw(kCountersMagic, 4);
-  w.Put<uint64_t>(c.step);
-  w.Put<uint64_t>(c.version);
-  w.Put<uint64_t>(c.optimizer_steps);
-  return w.Take();
+  rlvr::v1::TrainerCounters p;
+  ToProto(c, &p);
+  return p.SerializeAsString();
 }
 
 absl::StatusOr<TrainerCounters> DecodeCounters(absl::string_view bytes) {
-  Reader r(bytes);
-  TrainerCounters c;
-  if (!r.Expect(kCountersMagic) || !r.Get(&c.step) || !r.Get(&c.version) ||
-      !r.Get(&c.optimizer_steps) || !r.AtEnd()) {
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), kLegacyCountersMagic, 4) == 0) {
+    if (bytes.size() != 4 + 3 * sizeof(uint64_t)) {
+      return absl::DataLossError("trainer counters: bad or truncated record (format 1)");
+    }
+    return TrainerCounters{ReadRaw<uint64_t>(bytes.data() + 4),
+                           ReadRaw<uint64_t>(bytes.data() + 12),
+                           ReadRaw<uint64_t>(bytes.data() + 20)};
+  }
+  rlvr::v1::TrainerCounters p;
+  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError("trainer counters: bad or truncated record");
   }
-  return c;
+  return FromProto(p);
 }
 
 }  // namespace rlvr::learner::internal

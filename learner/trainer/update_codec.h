@@ -1,13 +1,17 @@
-// Internal to rlvr_trainer: the binary message rank 0 broadcasts to the other
-// ranks at the start of every update (groups, plan, stop flag and, when the
-// ranks must be re-synchronised, the full training state), and the counters
-// record of a checkpoint.
+// Internal to rlvr_trainer: the message rank 0 broadcasts to the other ranks
+// at the start of every update (groups, plan, stop flag and, when the ranks
+// must be re-synchronised, the full training state), and the counters record
+// of a checkpoint.
 //
-// Format: magic "RLVU", format version u32, then fixed-width little-endian
-// fields and length-prefixed (u64) strings/arrays. Decoding checks every
-// length against the remaining bytes and fails with DataLoss, never reading
-// out of bounds. Both ends run the same binary, so there is no versioning
-// beyond the format number.
+// Format (2): the structured part is a protobuf message
+// (proto/rlvr/v1/trainer_sync.proto: UpdateHeader, TrainerCounters) in a
+// small frame (magic "RLVU", format u32, header length u64), followed by the
+// state's weight, reference and optimizer blobs, whose sizes the header
+// gives: those blobs are raw because a protobuf message stops at 2 GiB and a
+// real model's state does not. Decoding fails with DataLoss on any
+// truncation, trailing byte, or index out of range, never reading out of
+// bounds. Counters records of format 1 (checkpoints written before format 2)
+// are still read.
 #ifndef RLVR_LEARNER_TRAINER_UPDATE_CODEC_H_
 #define RLVR_LEARNER_TRAINER_UPDATE_CODEC_H_
 

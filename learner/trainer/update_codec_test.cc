@@ -66,6 +66,17 @@ TEST(UpdateCodec, RejectsEveryTruncationAndBadIndices) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->optimizer_steps, 3u);
   EXPECT_FALSE(DecodeCounters("RLVC").ok());
+  // Format 1's record (checkpoints from before format 2): magic, three u64.
+  std::string legacy = "RLVC";
+  for (uint64_t v : {uint64_t{4}, uint64_t{5}, uint64_t{9}}) {
+    legacy.append(reinterpret_cast<const char*>(&v), sizeof(v));
+  }
+  auto old = DecodeCounters(legacy);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->step, 4u);
+  EXPECT_EQ(old->version, 5u);
+  EXPECT_EQ(old->optimizer_steps, 9u);
+  EXPECT_FALSE(DecodeCounters(legacy.substr(0, 27)).ok());
 }
 
 }  // namespace

@@ -33,8 +33,7 @@ rlvr::policy::Transformer& Model() {
     c.n_heads = 2;
     c.d_ff = 16;
     c.max_seq_len = 16;
-    torch::manual_seed(3);
-    return new rlvr::policy::Transformer(c, 16);
+    return new rlvr::policy::Transformer(c, 16, /*init_seed=*/3);
   }();
   return *model;
 }
