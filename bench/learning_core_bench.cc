@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
 
   rlvr::RunConfig config;  // Defaults: the model, loss and batching under test.
   const int vocab = rlvr::MakeCharTokenizer()->vocab_size();
-  rlvr::policy::Transformer model(config.model, vocab);
+  rlvr::policy::Transformer model(config.model, vocab, /*init_seed=*/1);
   std::vector<Group> groups = MakeBenchGroups(64, 8, vocab, 2, 0.5);
 
   rlvr::BatchingConfig batching = config.batching;

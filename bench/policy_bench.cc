@@ -153,14 +153,14 @@ int main(int argc, char** argv) {
     config.n_heads = 8;
     config.d_ff = quick ? 1024 : 4096;
     config.max_seq_len = 256;
-    rlvr::policy::Transformer source(config, 99);
+    rlvr::policy::Transformer source(config, 99, /*init_seed=*/1);
     const std::string blob = rlvr::policy::SerializeWeights(source, 1);
-    rlvr::policy::Transformer existing(config, 99);
+    rlvr::policy::Transformer existing(config, 99, /*init_seed=*/2);
     double build_s = 1e9, load_new_s = 1e9, load_existing_s = 1e9;
     bool ok = true;
     for (int r = 0; r < 3; ++r) {
       auto t0 = Clock::now();
-      rlvr::policy::Transformer fresh(config, 99);
+      rlvr::policy::Transformer fresh(config, 99, /*init_seed=*/3);
       build_s = std::min(build_s, Seconds(t0));
       t0 = Clock::now();
       ok = ok && rlvr::policy::LoadWeights(blob, fresh, nullptr).ok();

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   config.learner.threads = threads;
   const int vocab = rlvr::MakeCharTokenizer()->vocab_size();
   const int n_groups = config.learner.groups_per_update;
-  const int g = config.actor.group_size;
+  const int g = config.learner.group_size;
   std::vector<Group> groups = MakeBenchGroups(n_groups, g, vocab, 7, 0.0);
 
   rlvr::learner::TrainerOptions options = rlvr::learner::TrainerOptions::FromRunConfig(config);

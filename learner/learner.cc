@@ -135,7 +135,7 @@ absl::Status RankZero::Setup() {
   ASSIGN_OR_RETURN(std::string ingest_state, trainer_->Resume());
 
   IngestOptions io;
-  io.group_size = cfg_.actor.group_size;
+  io.group_size = cfg_.learner.group_size;
   io.sampling = cfg_.sampling;
   io.max_policy_lag = cfg_.learner.max_policy_lag;
   io.buffer_groups = cfg_.learner.buffer_groups;
@@ -360,7 +360,7 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
 absl::Status RankZero::TrainLoop() {
   const int every_ckpt = cfg_.learner.checkpoint_every;
   const int every_eval = cfg_.eval.every;
-  while (static_cast<int64_t>(trainer_->step()) < o_.total_updates && !StopRequested()) {
+  while (static_cast<int64_t>(trainer_->step()) < cfg_.run.total_updates && !StopRequested()) {
     absl::StatusOr<std::vector<TrainingGroup>> taken =
         ingest_->WaitForUpdate([this] { return StopRequested(); });
     if (absl::IsCancelled(taken.status())) break;
@@ -373,7 +373,7 @@ absl::Status RankZero::TrainLoop() {
     ingest_->CompleteUpdate(*taken);
     RETURN_IF_ERROR(PublishCurrentVersion());
     double heldout = -1.0;
-    const bool last = static_cast<int64_t>(r.step) >= o_.total_updates;
+    const bool last = static_cast<int64_t>(r.step) >= cfg_.run.total_updates;
     if ((every_eval > 0 && r.step % every_eval == 0) || last) {
       ASSIGN_OR_RETURN(heldout, EvaluateHeldout());
     }
@@ -457,7 +457,6 @@ absl::Status RunLearner(const LearnerOptions& options,
   to.master_addr = options.master_addr;
   to.master_port = options.master_port;
   to.backend = options.backend;
-  to.total_updates = options.total_updates;
   // The model's shape and tokenizer (model.hf_path: from that directory).
   ASSIGN_OR_RETURN(policy::ResolvedPolicy resolved, policy::ResolvePolicy(options.config.model));
   to.model = resolved.model;

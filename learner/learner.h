@@ -6,7 +6,7 @@
 // only run the trainer loop, receiving each update from rank 0.
 //
 // Rank 0's loop: publish the resumed (or base) weights as a version, then
-// repeat until total_updates updates are done or `stop_requested` returns
+// repeat until config.run.total_updates updates are done or `stop_requested` returns
 // true: wait for groups_per_update groups -> Trainer::RunUpdate -> publish
 // the new version -> metrics, metrics.jsonl and ledger lines -> held-out
 // eval every eval.every updates -> checkpoint every learner.checkpoint_every.
@@ -47,7 +47,6 @@ struct LearnerOptions {
   std::string ledger_path;
   // Base weight blob; "" = random init, or model.hf_path's weights.
   std::string base_weights;
-  int total_updates = 60;                 // Stop after this many updates (resumes count).
   int rank = 0;                           // Data-parallel rank.
   int world_size = 1;                     // Data-parallel world size.
   std::string master_addr = "127.0.0.1";  // Rendezvous host (rank 0).

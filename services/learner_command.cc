@@ -146,7 +146,8 @@ int LearnerCommand(int argc, char** argv) {
     }
   }
   options.base_weights = base_weights;
-  options.total_updates = total_updates >= 0 ? total_updates : config->run.total_updates;
+  // The flag overrides run.total_updates itself: one value, whatever reads it.
+  if (total_updates >= 0) options.config.run.total_updates = total_updates;
   options.rank = rank;
   options.world_size = world_size;
   options.master_addr = master_addr;

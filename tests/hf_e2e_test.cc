@@ -119,19 +119,20 @@ TEST(HfEndToEndTest, RunExportScoreRoundTrip) {
   // Every group is kept (a random model's rewards are mostly all equal) and
   // weight decay moves the weights whatever the advantages are.
   const fs::path config = dir / "tiny-qwen3.yaml";
-  std::ofstream(config) << "run: {name: hf, runs_dir: " << (dir / "runs").string()
-                        << ", total_updates: 3, num_actors: 2}\n"
-                           "model: {hf_path: "
-                        << model.string()
-                        << ", max_seq_len: 32}\n"
-                           "task: {train_size: 64, heldout_size: 8}\n"
-                           "sampling: {max_new_tokens: 6}\n"
-                           "actor: {group_size: 4, max_batch_prompts: 4}\n"
-                           "learner: {groups_per_update: 4, buffer_groups: 8, checkpoint_every: 1, "
-                           "max_policy_lag: 1}\n"
-                           "batching: {dynamic_sampling: false, reward_balance: none}\n"
-                           "optim: {lr: 0.01, weight_decay: 0.1}\n"
-                           "eval: {every: 0, prompts: 4, pass_k: 1}\n";
+  std::ofstream(config)
+      << "run: {name: hf, runs_dir: " << (dir / "runs").string()
+      << ", total_updates: 3, num_actors: 2}\n"
+         "model: {hf_path: "
+      << model.string()
+      << ", max_seq_len: 32}\n"
+         "task: {train_size: 64, heldout_size: 8}\n"
+         "sampling: {max_new_tokens: 6}\n"
+         "actor: {max_batch_prompts: 4}\n"
+         "learner: {group_size: 4, groups_per_update: 4, buffer_groups: 8, checkpoint_every: 1, "
+         "max_policy_lag: 1}\n"
+         "batching: {dynamic_sampling: false, reward_balance: none}\n"
+         "optim: {lr: 0.01, weight_decay: 0.1}\n"
+         "eval: {every: 0, prompts: 4, pass_k: 1}\n";
   const fs::path run_dir = dir / "runs" / "hf";
   const std::string out = (dir / "run.out").string();
   ASSERT_EQ(Shell(std::string(bin) + " run --no_live --config " + config.string() + " > " + out +

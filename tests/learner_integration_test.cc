@@ -63,8 +63,8 @@ class LearnerIntegrationTest : public ::testing::Test {
         << (dir_ / "no_base.rlvrw").string()
         << "}\n"
            "sampling: {max_new_tokens: 4}\n"
-           "actor: {group_size: 4, max_batch_prompts: 2, threads: 1}\n"
-           "learner: {groups_per_update: 4, buffer_groups: 8, lease_timeout_s: 20,"
+           "actor: {max_batch_prompts: 2, threads: 1}\n"
+           "learner: {group_size: 4, groups_per_update: 4, buffer_groups: 8, lease_timeout_s: 20,"
            " checkpoint_every: 2, threads: 1}\n"
            "eval: {every: 0, prompts: 8}\n";
   }

@@ -201,7 +201,7 @@ TEST(RunEndToEndTest, Gsm8kTinyConfigTrainsAndResumes) {
       (dir / "runs").string() + " --set pretrain.checkpoint=" + (dir / "base.rlvrw").string() +
       " --set model.d_model=32 --set model.n_layers=1 --set model.n_heads=2 --set model.d_ff=64"
       " --set pretrain.steps=10 --set pretrain.batch_size=8 --set learner.groups_per_update=4"
-      " --set learner.buffer_groups=8 --set learner.checkpoint_every=2 --set actor.group_size=4"
+      " --set learner.buffer_groups=8 --set learner.checkpoint_every=2 --set learner.group_size=4"
       " --set eval.every=2 --set eval.prompts=8 --set sampling.max_new_tokens=16";
   fs::path run_dir = dir / "runs" / "gsm8k-tiny";
   std::string out1 = (dir / "first.out").string();

@@ -4,7 +4,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -79,6 +81,9 @@ class ConfigSchemaYamlWalker {
       return absl::OkStatus();
     }
     const ConfigSchema::Entry* e = schema_->Find(prefix);
+    if (e != nullptr && !applied_.insert(e).second) {
+      return KeyError(prefix, absl::StrCat("set twice (", e->path, " under its old and new name)"));
+    }
     if (e == nullptr) {
       if (HasChildren(prefix)) {
         return KeyError(prefix, "is a section; expected a mapping of its keys");
@@ -105,6 +110,7 @@ class ConfigSchemaYamlWalker {
     return false;
   }
   ConfigSchema* schema_;
+  std::set<const ConfigSchema::Entry*> applied_;  // Each key once per document.
 };
 
 void ConfigSchema::Int(std::string path, int* field, int64_t min, int64_t max, std::string help) {
@@ -134,9 +140,21 @@ void ConfigSchema::IntList(std::string path, std::vector<int>* field, int64_t mi
   entries_.push_back(Entry{std::move(path), field, min, max, 0, 0, {}, std::move(help)});
 }
 
+void ConfigSchema::Renamed(std::string old_path, std::string new_path) {
+  renamed_.emplace_back(std::move(old_path), std::move(new_path));
+}
+
 const ConfigSchema::Entry* ConfigSchema::Find(absl::string_view path) const {
   for (const auto& e : entries_) {
     if (e.path == path) return &e;
+  }
+  for (const auto& [old_path, new_path] : renamed_) {
+    if (old_path != path) continue;
+    std::fprintf(stderr, "config: %s is now %s; the old name still works but will go\n",
+                 old_path.c_str(), new_path.c_str());
+    for (const auto& e : entries_) {
+      if (e.path == new_path) return &e;
+    }
   }
   return nullptr;
 }

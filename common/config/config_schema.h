@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -39,6 +40,10 @@ class ConfigSchema {
   // A list of integers, each within [min, max].
   void IntList(std::string path, std::vector<int>* field, int64_t min, int64_t max,
                std::string help);
+  // `old_path` is an earlier name of the registered `new_path`: still
+  // accepted (YAML and overrides), with a warning on stderr; setting both in
+  // one document is an error. ToYaml and Help show only the new name.
+  void Renamed(std::string old_path, std::string new_path);
 
   // Applies a YAML document (a mapping, possibly nested, or empty). Errors:
   // InvalidArgument naming the key path for unknown keys, wrong types, values
@@ -66,6 +71,7 @@ class ConfigSchema {
     std::vector<std::string> allowed;  // Enum only.
     std::string help;
   };
+  // The entry of `path`, or of the new name when `path` is an old one.
   const Entry* Find(absl::string_view path) const;
   absl::Status SetFromText(const Entry& e, absl::string_view text, bool is_sequence,
                            const std::vector<std::string>& items);
@@ -73,6 +79,7 @@ class ConfigSchema {
   std::string TypeName(const Entry& e) const;
 
   std::vector<Entry> entries_;
+  std::vector<std::pair<std::string, std::string>> renamed_;  // Old path, new path.
   friend class ConfigSchemaYamlWalker;
 };
 

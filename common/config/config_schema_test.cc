@@ -41,6 +41,24 @@ TEST(ConfigSchemaTest, AppliesNestedYamlAndKeepsDefaults) {
   EXPECT_EQ(t.ids, (std::vector<int>{3, 4}));
 }
 
+// A renamed key: the old name still sets the field (YAML and --set), the
+// new one is what ToYaml writes, and both in one document is an error.
+TEST(ConfigSchemaTest, RenamedKeyStillWorksButNotTwice) {
+  Toy t;
+  ConfigSchema s;
+  Describe(&t, &s);
+  s.Renamed("optim.layers", "model.layers");
+  ASSERT_TRUE(s.ApplyYaml("optim:\n  layers: 7\n", "toy.yaml").ok());
+  EXPECT_EQ(t.layers, 7);
+  ASSERT_TRUE(s.ApplyOverride("optim.layers=3").ok());
+  EXPECT_EQ(t.layers, 3);
+  EXPECT_THAT(s.ToYaml(), HasSubstr("layers: 3"));
+  EXPECT_THAT(s.ToYaml(), ::testing::Not(HasSubstr("optim:\n  layers")));
+  absl::Status both = s.ApplyYaml("model:\n  layers: 4\noptim:\n  layers: 5\n", "toy.yaml");
+  EXPECT_FALSE(both.ok());
+  EXPECT_THAT(std::string(both.message()), HasSubstr("set twice"));
+}
+
 TEST(ConfigSchemaTest, UnknownKeyNamesThePath) {
   Toy t;
   ConfigSchema s;

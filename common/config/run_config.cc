@@ -98,7 +98,6 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("sampling.max_new_tokens", &sm.max_new_tokens, 1, 65536, "Completion token cap.");
 
   ActorConfig& a = c->actor;
-  s->Int("actor.group_size", &a.group_size, 2, 1024, "Completions per prompt (G).");
   s->Int("actor.max_batch_prompts", &a.max_batch_prompts, 1, 4096,
          "Prompts generated together; the actor's lease capacity.");
   s->Int("actor.threads", &a.threads, 1, 256, "Intra-op threads.");
@@ -109,6 +108,9 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
             "SIGTERM drain deadline, seconds.");
 
   LearnerConfig& l = c->learner;
+  s->Int("learner.group_size", &l.group_size, 2, 1024,
+         "Completions per prompt (G): every lease asks actors for G.");
+  s->Renamed("actor.group_size", "learner.group_size");
   s->Int("learner.max_policy_lag", &l.max_policy_lag, 0, 1000, "Staleness limit in versions.");
   s->Int("learner.buffer_groups", &l.buffer_groups, 1, 1 << 20, "Rollout buffer capacity.");
   s->Int("learner.groups_per_update", &l.groups_per_update, 1, 1 << 20,

@@ -114,7 +114,6 @@ struct SamplingConfig {
 };
 
 struct ActorConfig {
-  int group_size = 8;                 // G completions per prompt.
   int max_batch_prompts = 16;         // Prompts generated together (capacity in Hello).
   int threads = 1;                    // Intra-op threads for the actor's model.
   double reconnect_initial_s = 0.2;   // First reconnect backoff, seconds.
@@ -123,6 +122,7 @@ struct ActorConfig {
 };
 
 struct LearnerConfig {
+  int group_size = 8;             // G completions per prompt (the learner's leases ask for G).
   int max_policy_lag = 1;         // Groups older than version - lag are dropped. 0 = on-policy.
   int buffer_groups = 64;         // Rollout buffer capacity in groups (credits).
   int groups_per_update = 32;     // Complete groups consumed by one update (one new version).

@@ -21,6 +21,17 @@ TEST(RunConfigTest, DefaultsAreValid) {
   EXPECT_TRUE(c->batching.query_preserved);
 }
 
+// G moved from actor.group_size to learner.group_size (the learner's leases
+// ask for it; actors only follow): the old name still works.
+TEST(RunConfigTest, GroupSizeIsALearnerKeyAndTheOldNameStillWorks) {
+  auto c = LoadRunConfig("", {"learner.group_size=6"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->learner.group_size, 6);
+  auto old = LoadRunConfig("", {"actor.group_size=12"});
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->learner.group_size, 12);
+}
+
 TEST(RunConfigTest, ShippedConfigsLoad) {
   const char* src = std::getenv("RLVR_SOURCE_DIR");
   ASSERT_NE(src, nullptr);

@@ -65,7 +65,7 @@ pretrain: {steps: 20, batch_size: 16}
 sampling: {max_new_tokens: 4}
 # The fast actor holds at most one update's worth of leases (groups_per_update),
 # so that the staleness phase's slowed actors get leases too.
-actor: {group_size: 4, max_batch_prompts: 4, threads: 1}
+actor: {max_batch_prompts: 4, threads: 1}
 # Asynchronous: groups up to two versions old are trained, older ones dropped;
 # leases that could not be trained within that are revoked. With lag 2 the
 # learner leases up to (lag + 1) * groups_per_update = 12 groups ahead, so the
@@ -73,7 +73,8 @@ actor: {group_size: 4, max_batch_prompts: 4, threads: 1}
 # No per-actor rate limit: this model's actor generates far above the default
 # 200 groups/s, and its RATE_LIMITED rejections would be most of the groups
 # generated (they count in the stale fraction's denominator).
-learner: {max_policy_lag: 2, buffer_groups: 32, groups_per_update: 4, checkpoint_every: 0,
+learner: {group_size: 4, max_policy_lag: 2, buffer_groups: 32, groups_per_update: 4,
+          checkpoint_every: 0,
           threads: 1, lease_timeout_s: 120, max_groups_per_s: 0}
 # Keep every group so that updates happen even while all rewards are equal.
 batching: {dynamic_sampling: false, reward_balance: none}

@@ -103,7 +103,7 @@ absl::Status Run(const RunConfig& c, const OfflineRlOptions& options) {
   so.top_p = c.sampling.top_p;
   so.max_new_tokens = c.sampling.max_new_tokens;
   so.stop_token_ids = {tokenizer->eos_id()};
-  const int g_size = c.actor.group_size;
+  const int g_size = c.learner.group_size;
   uint64_t optimizer_steps = 0;
   const LrSchedule schedule = RlLrSchedule(c.optim, c.batching, c.run.total_updates);
   double final_heldout = base_heldout;

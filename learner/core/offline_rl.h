@@ -34,7 +34,7 @@ struct OfflineRlOptions {
 // The base policy is read from config.pretrain.checkpoint, or pretrained
 // (config.pretrain, validation with sampling.max_new_tokens) and saved there
 // when the file does not exist. Uses config.{model, task, pretrain, sampling,
-// actor.group_size, learner.groups_per_update, learner.seed, loss, batching,
+// learner.group_size, learner.groups_per_update, learner.seed, loss, batching,
 // optim, eval, run.total_updates}.
 absl::Status RunOfflineRl(const RunConfig& config, const OfflineRlOptions& options);
 

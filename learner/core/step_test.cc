@@ -17,7 +17,6 @@ namespace {
 constexpr int kVocab = 24;
 
 policy::Transformer TinyModel(uint64_t seed) {
-  torch::manual_seed(seed);
   ModelConfig c;
   c.d_model = 16;
   c.n_layers = 1;
@@ -25,7 +24,7 @@ policy::Transformer TinyModel(uint64_t seed) {
   c.d_ff = 32;
   c.max_seq_len = 32;
   c.init_std = 0.3;  // Large enough for non-trivial log-probs.
-  policy::Transformer model(c, kVocab);
+  policy::Transformer model(c, kVocab, seed);
   model->to(torch::kFloat64);
   return model;
 }

@@ -17,8 +17,7 @@ int main(int argc, char** argv) {
   c.n_heads = 2;
   c.d_ff = 16;
   c.max_seq_len = 16;
-  torch::manual_seed(11);
-  rlvr::policy::Transformer model(c, 16);
+  rlvr::policy::Transformer model(c, 16, /*init_seed=*/11);
   std::string blob = rlvr::policy::SerializeWeights(model, 7);
   std::string dir = argv[1];
   std::ofstream(dir + "/seed-valid.bin", std::ios::binary) << blob;
