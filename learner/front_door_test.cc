@@ -254,7 +254,7 @@ TEST_F(FrontDoorTest, HungSessionIsSuspendedAndTheWorkingOneGetsTheRequeuedWork)
     working.WaitFor(0.5, [&] { return !working.leases_.empty(); });
     std::vector<WorkLease> leases = working.TakeLeases();
     if (leases.empty()) continue;
-    version = ingest_->Snapshot().latest_version;
+    version = ingest_->Snapshot().latest_version();
     ASSERT_TRUE(working.Send(Answer(leases, version)));
     answered += static_cast<int>(leases.size());
   }
@@ -285,8 +285,8 @@ TEST_F(FrontDoorTest, ConsecutiveExpiriesCloseTheSession) {
       << hung.status_.error_message();
   EXPECT_NE(hung.status_.error_message().find("lease_expiries_to_close"), std::string::npos);
   EXPECT_EQ(Refusals("lease_expiries"), 1);
-  EXPECT_EQ(ingest_->Snapshot().sessions, 0u);
-  EXPECT_EQ(ingest_->Snapshot().leases_outstanding, 0u);
+  EXPECT_EQ(ingest_->Snapshot().sessions(), 0u);
+  EXPECT_EQ(ingest_->Snapshot().leases_outstanding(), 0u);
 }
 
 // Streams that never say Hello: at most max_sessions are held, the rest are
@@ -431,7 +431,7 @@ TEST_F(FrontDoorTest, CompressedCallsAreRefused) {
   EXPECT_TRUE(status.error_code() == grpc::StatusCode::UNIMPLEMENTED ||
               status.error_code() == grpc::StatusCode::INTERNAL)
       << status.error_code() << " " << status.error_message();
-  EXPECT_EQ(ingest_->Snapshot().sessions, 0u);
+  EXPECT_EQ(ingest_->Snapshot().sessions(), 0u);
   // gRPC core refused it; the handler tells it from a client's cancel by the
   // call's incoming encoding.
   for (int i = 0; i < 200 && Refusals("compressed") < 1; ++i) {
@@ -484,7 +484,7 @@ TEST_F(FrontDoorTest, OversizeMessagesAreRefusedAndCounted) {
       << a.status_.error_message();
   EXPECT_EQ(Refusals("oversize_message"), 2);
   EXPECT_TRUE(WaitLiveStreams(0, 5));  // The ingest session closes when the call is done.
-  EXPECT_EQ(ingest_->Snapshot().sessions, 0u);
+  EXPECT_EQ(ingest_->Snapshot().sessions(), 0u);
 }
 
 TEST(ClampDiagnosticTest, NonFiniteAndHugeValuesAreClampedAndFlagged) {

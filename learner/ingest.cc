@@ -311,19 +311,19 @@ IngestSnapshot Ingest::Snapshot() {
   absl::MutexLock l(&mu_);
   const LeaseTableCounters& c = table_.counters();
   IngestSnapshot s;
-  s.sessions = static_cast<uint32_t>(table_.sessions());
-  s.buffer_groups = static_cast<uint32_t>(table_.buffered());
-  s.buffer_capacity = options_.buffer_groups;
-  s.leases_outstanding = static_cast<uint32_t>(table_.outstanding());
-  s.groups_accepted = c.accepted;
-  s.groups_rejected = c.rejected;
-  s.leases_reissued = c.reissued;
-  s.leases_granted = c.granted;
-  s.leases_revoked = c.revoked;
-  s.groups_dropped_stale = c.dropped_stale;
-  s.latest_version = table_.latest_version();
-  s.epoch = table_.cursor().epoch();
-  s.cursor = table_.cursor().cursor();
+  s.set_sessions(static_cast<uint32_t>(table_.sessions()));
+  s.set_buffer_groups(static_cast<uint32_t>(table_.buffered()));
+  s.set_buffer_capacity(static_cast<uint32_t>(options_.buffer_groups));
+  s.set_leases_outstanding(static_cast<uint32_t>(table_.outstanding()));
+  s.set_groups_accepted(c.accepted);
+  s.set_groups_rejected(c.rejected);
+  s.set_leases_reissued(c.reissued);
+  s.set_leases_granted(c.granted);
+  s.set_leases_revoked(c.revoked);
+  s.set_groups_dropped_stale(c.dropped_stale);
+  s.set_latest_version(table_.latest_version());
+  s.set_epoch(table_.cursor().epoch());
+  s.set_cursor(table_.cursor().cursor());
   return s;
 }
 

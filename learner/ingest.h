@@ -38,26 +38,15 @@
 #include "learner/learner_metrics.h"
 #include "learner/lease_table.h"
 #include "learner/received_group.h"
+#include "rlvr/v1/ingest.pb.h"
 #include "rlvr/v1/session.pb.h"
 
 namespace rlvr::learner {
 
-// Everything GetStatus needs from the ingest side.
-struct IngestSnapshot {
-  uint32_t sessions = 0;
-  uint32_t buffer_groups = 0;
-  uint32_t buffer_capacity = 0;
-  uint32_t leases_outstanding = 0;
-  uint64_t groups_accepted = 0;
-  uint64_t groups_rejected = 0;
-  uint64_t leases_reissued = 0;
-  uint64_t leases_granted = 0;
-  uint64_t leases_revoked = 0;        // Revoked as doomed (also in leases_reissued).
-  uint64_t groups_dropped_stale = 0;  // Accepted, then dropped as stale.
-  uint64_t latest_version = 0;
-  uint64_t epoch = 0;
-  uint64_t cursor = 0;
-};
+// Everything GetStatus and metrics.jsonl need from the ingest side: one
+// definition, proto/rlvr/v1/ingest.proto, published by
+// learner/diagnostics/ingest_snapshot.h.
+using rlvr::v1::IngestSnapshot;
 
 // The encoded size of an ActorMessage carrying `group` alone, as far as a
 // comparison with `limit` needs it: a cheap upper bound when that bound is

@@ -178,7 +178,7 @@ TEST(IngestTest, AsyncEveryPromptTrainedOncePerEpochDespiteLostLeases) {
       Ack ack = f.ingest.Submit(s, ValidGroup(l, version), 100);
       ASSERT_TRUE(ack.accepted()) << ack.detail();
     }
-    if (f.ingest.Snapshot().buffer_groups >= 2) {
+    if (f.ingest.Snapshot().buffer_groups() >= 2) {
       auto groups = f.ingest.WaitForUpdate(nullptr);
       ASSERT_TRUE(groups.ok());
       ASSERT_EQ(groups->size(), 2u);
@@ -245,7 +245,7 @@ TEST(IngestTest, DuplicateStaleAndOversize) {
             rlvr::v1::REJECT_REASON_OVERSIZE);
   EXPECT_EQ(f.metrics.Rejected(rlvr::v1::REJECT_REASON_STALE_VERSION).Value(), 2);
   EXPECT_EQ(f.metrics.leases_reissued->Value(), 3);
-  EXPECT_EQ(f.ingest.Snapshot().groups_accepted, 1u);
+  EXPECT_EQ(f.ingest.Snapshot().groups_accepted(), 1u);
 }
 
 TEST(IngestTest, AsyncDropsGroupsThatBecameStaleInTheBuffer) {

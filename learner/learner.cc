@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +27,7 @@
 #include "common/policy/weights.h"
 #include "common/tasks/task.h"
 #include "common/tokenizer/tokenizer.h"
+#include "learner/diagnostics/ingest_snapshot.h"
 #include "learner/diagnostics/update_diagnostics.h"
 #include "learner/ingest.h"
 #include "learner/learner_metrics.h"
@@ -326,15 +328,13 @@ void RankZero::RecordUpdate(const UpdateResult& r, const std::vector<TrainingGro
     j["groups"] = groups.size();
     j["step_seconds"] = r.step_seconds;
     j["staleness"] = staleness;
-    // Waste, per update: groups accepted since the previous line, and groups
-    // not trained on by reason (stale: dropped from the buffer since the
-    // previous line; the others, from the diagnostics: dropped by this
-    // update's batcher).
-    const IngestSnapshot in = ingest_->Snapshot();
-    j["groups_accepted"] = in.groups_accepted - counted_.groups_accepted;
-    j["groups_dropped"]["stale"] = in.groups_dropped_stale - counted_.groups_dropped_stale;
-    j["leases_revoked"] = in.leases_revoked - counted_.leases_revoked;
-    counted_ = in;
+    // Waste, per update: the ingest's counts since the previous line (the
+    // `json_delta`s of ingest.proto: groups accepted, groups dropped from the
+    // buffer as stale, leases revoked) next to the groups this update's
+    // batcher dropped (the diagnostics' groups_dropped reasons).
+    IngestSnapshot in = ingest_->Snapshot();
+    IngestDeltasToJson(in, counted_, &j);
+    counted_ = std::move(in);
     if (heldout >= 0) j["heldout_accuracy"] = heldout;
     if (!clamped.empty()) j["diagnostics_clamped"] = clamped;
     j["time"] = now;
@@ -416,17 +416,7 @@ absl::Status RankZero::Run() {
 
 rlvr::v1::LearnerStatus RankZero::Status() {
   rlvr::v1::LearnerStatus s;
-  IngestSnapshot in = ingest_->Snapshot();
-  s.set_actors_connected(in.sessions);
-  s.set_buffer_groups(in.buffer_groups);
-  s.set_buffer_capacity(in.buffer_capacity);
-  s.set_leases_outstanding(in.leases_outstanding);
-  s.set_groups_accepted(in.groups_accepted);
-  s.set_groups_rejected(in.groups_rejected);
-  s.set_leases_reissued(in.leases_reissued);
-  s.set_epoch(in.epoch);
-  s.set_cursor(in.cursor);
-  s.set_policy_version(in.latest_version);
+  IngestToStatus(ingest_->Snapshot(), &s);
   s.set_world_size(o_.world_size);
   absl::MutexLock l(&figures_mu_);
   s.set_step(figures_.step);

@@ -312,7 +312,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       rlvr::v1::Welcome* w = m.mutable_welcome();
       w->set_session_id(absl::StrCat(*id));
       const IngestOptions& o = ingest_->options();
-      w->set_latest_version(ingest_->Snapshot().latest_version);
+      w->set_latest_version(ingest_->Snapshot().latest_version());
       w->set_max_policy_lag(o.max_policy_lag);
       w->set_vocab_size(o.vocab_size);
       w->set_max_message_bytes(o.max_message_bytes);
@@ -539,7 +539,7 @@ grpc::Status SessionServiceImpl::Admit(SessionReactor* r, grpc::Status refusal) 
   ++live_;
   if (!refusal.ok()) return refusal;
   const int max_sessions = ingest_->options().max_sessions;
-  const int open = static_cast<int>(ingest_->Snapshot().sessions);
+  const int open = static_cast<int>(ingest_->Snapshot().sessions());
   if (stop_) {
     Refused("shutting_down");
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "learner is shutting down");

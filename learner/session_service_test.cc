@@ -276,8 +276,8 @@ TEST_P(SessionServiceTest, EveryRejectReasonIsAnsweredAndCountedAndTrainingConti
   ExpectRejected(c, m, rlvr::v1::REJECT_REASON_OVERSIZE);
   // The session still works: a valid group is accepted.
   ExpectAccepted(c, Group(c.NextLease(), 3));
-  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 2u);
-  EXPECT_EQ(ingest_->Snapshot().groups_rejected, 17u);
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted(), 2u);
+  EXPECT_EQ(ingest_->Snapshot().groups_rejected(), 17u);
   c.ctx->TryCancel();
 }
 
@@ -352,7 +352,7 @@ TEST_P(SessionServiceTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
   EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB).Value(), vocab + 1);
   EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE).Value(), range + 1);
   EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_UNKNOWN_LEASE).Value(), unknown + 1);
-  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 3u);
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted(), 3u);
 
   // The same batch again: the accepted groups are duplicates, nothing is buffered twice.
   const double dup = metrics_.Rejected(rlvr::v1::REJECT_REASON_DUPLICATE).Value();
@@ -363,7 +363,7 @@ TEST_P(SessionServiceTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
   EXPECT_EQ(acks[0].reason(), rlvr::v1::REJECT_REASON_DUPLICATE);
   EXPECT_EQ(acks[5].reason(), rlvr::v1::REJECT_REASON_DUPLICATE);
   EXPECT_EQ(metrics_.Rejected(rlvr::v1::REJECT_REASON_DUPLICATE).Value(), dup + 3);
-  EXPECT_EQ(ingest_->Snapshot().groups_accepted, 3u);
+  EXPECT_EQ(ingest_->Snapshot().groups_accepted(), 3u);
 
   // The rejected groups' prompts were re-queued and come back as new leases
   // (in one LeaseBatch), together with fresh credit for the accepted ones.
@@ -440,11 +440,11 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
       << status.error_message();
 
   // The unanswered lease was re-queued, and the learner goes on.
-  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding > 0; ++i) {
+  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  EXPECT_EQ(ingest_->Snapshot().leases_outstanding, 0u);
-  EXPECT_GE(ingest_->Snapshot().leases_reissued, 1u);  // leases[1], and any granted since.
+  EXPECT_EQ(ingest_->Snapshot().leases_outstanding(), 0u);
+  EXPECT_GE(ingest_->Snapshot().leases_reissued(), 1u);  // leases[1], and any granted since.
   Client next = Connect(2);
   ExpectAccepted(next, Group(next.NextLease(), 1));
 }
@@ -493,11 +493,11 @@ TEST_P(SessionServiceTest, BatchOfMoreGroupsThanTheCapacityEndsTheCall) {
   EXPECT_NE(status.error_message().find("more than 2 groups"), std::string::npos)
       << status.error_message();
   EXPECT_EQ(metrics_.groups_accepted->Value(), 0);
-  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding > 0; ++i) {
+  for (int i = 0; i < 3000 && ingest_->Snapshot().leases_outstanding() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  EXPECT_EQ(ingest_->Snapshot().leases_outstanding, 0u);
-  EXPECT_GE(ingest_->Snapshot().leases_reissued, 2u);
+  EXPECT_EQ(ingest_->Snapshot().leases_outstanding(), 0u);
+  EXPECT_GE(ingest_->Snapshot().leases_reissued(), 2u);
 }
 
 }  // namespace

@@ -51,6 +51,26 @@ bool IsSpace(char c) {
 bool IsNameStart(char c) { return absl::ascii_isalpha(c) || c == '_'; }
 bool IsNameChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
 
+// The escapes of Python's "unicode-escape" that stand for one character
+// (\n -> newline); the others (\x, \u, \U, octal, \N, a line
+// continuation) are decoded by Unescape itself.
+struct SimpleEscape {
+  char escape;   // The character after the backslash.
+  char decoded;  // What the two characters stand for.
+};
+constexpr SimpleEscape kSimpleEscapes[] = {
+    {'\\', '\\'}, {'\'', '\''}, {'"', '"'},  {'a', '\a'}, {'b', '\b'},
+    {'f', '\f'},  {'n', '\n'},  {'r', '\r'}, {'t', '\t'}, {'v', '\v'},
+};
+
+// What `\escape` stands for, or null when it is no one-character escape.
+const char* DecodeSimpleEscape(char escape) {
+  for (const SimpleEscape& e : kSimpleEscapes) {
+    if (e.escape == escape) return &e.decoded;
+  }
+  return nullptr;
+}
+
 // Python's "unicode-escape" decoding of a string literal's body, as Jinja2
 // reads literals: known escapes are decoded, unknown ones kept as written.
 absl::StatusOr<std::string> Unescape(absl::string_view body, SourcePos pos) {
@@ -61,76 +81,40 @@ absl::StatusOr<std::string> Unescape(absl::string_view body, SourcePos pos) {
       continue;
     }
     const char c = body[++i];
-    switch (c) {
-      case '\n':
-        break;
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '\'':
-        out.push_back('\'');
-        break;
-      case '"':
-        out.push_back('"');
-        break;
-      case 'a':
-        out.push_back('\a');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'v':
-        out.push_back('\v');
-        break;
-      case 'x':
-      case 'u':
-      case 'U': {
-        const size_t len = c == 'x' ? 2 : c == 'u' ? 4 : 8;
-        if (i + len >= body.size()) {
+    if (c == '\n') continue;  // A backslash-newline continues the line.
+    if (const char* decoded = DecodeSimpleEscape(c)) {
+      out.push_back(*decoded);
+    } else if (c == 'x' || c == 'u' || c == 'U') {
+      const size_t len = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+      if (i + len >= body.size()) {
+        return ErrorAt(pos, absl::StrCat("truncated \\", std::string(1, c), " escape"));
+      }
+      uint32_t cp = 0;
+      for (size_t k = 1; k <= len; ++k) {
+        const char h = body[i + k];
+        if (!absl::ascii_isxdigit(h)) {
           return ErrorAt(pos, absl::StrCat("truncated \\", std::string(1, c), " escape"));
         }
-        uint32_t cp = 0;
-        for (size_t k = 1; k <= len; ++k) {
-          const char h = body[i + k];
-          if (!absl::ascii_isxdigit(h)) {
-            return ErrorAt(pos, absl::StrCat("truncated \\", std::string(1, c), " escape"));
-          }
-          cp = cp * 16 + static_cast<uint32_t>(
-                             absl::ascii_isdigit(h) ? h - '0' : absl::ascii_tolower(h) - 'a' + 10);
-        }
-        if (cp > 0x10ffff) return ErrorAt(pos, "illegal Unicode character in a string literal");
-        utf8::Append(static_cast<char32_t>(cp), &out);
-        i += len;
-        break;
+        cp = cp * 16 + static_cast<uint32_t>(
+                           absl::ascii_isdigit(h) ? h - '0' : absl::ascii_tolower(h) - 'a' + 10);
       }
-      case 'N':
-        return ErrorAt(pos, "\\N{...} escapes are not supported");
-      default:
-        if (c >= '0' && c <= '7') {
-          uint32_t cp = 0;
-          size_t k = 0;
-          while (k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7') {
-            cp = cp * 8 + static_cast<uint32_t>(body[i + k] - '0');
-            ++k;
-          }
-          utf8::Append(static_cast<char32_t>(cp), &out);
-          i += k - 1;
-        } else {
-          out.push_back('\\');
-          out.push_back(c);
-        }
+      if (cp > 0x10ffff) return ErrorAt(pos, "illegal Unicode character in a string literal");
+      utf8::Append(static_cast<char32_t>(cp), &out);
+      i += len;
+    } else if (c == 'N') {
+      return ErrorAt(pos, "\\N{...} escapes are not supported");
+    } else if (c >= '0' && c <= '7') {
+      uint32_t cp = 0;
+      size_t k = 0;
+      while (k < 3 && i + k < body.size() && body[i + k] >= '0' && body[i + k] <= '7') {
+        cp = cp * 8 + static_cast<uint32_t>(body[i + k] - '0');
+        ++k;
+      }
+      utf8::Append(static_cast<char32_t>(cp), &out);
+      i += k - 1;
+    } else {
+      out.push_back('\\');
+      out.push_back(c);
     }
   }
   return out;

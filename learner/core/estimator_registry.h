@@ -22,6 +22,7 @@
 #define RLVR_LEARNER_CORE_ESTIMATOR_REGISTRY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -58,13 +59,16 @@ struct EstimatorTraits {
 
 // Builds the estimator's loss from the loss config (its own knobs, e.g. clip
 // epsilons); InvalidArgument for values it cannot use. Called after the
-// generic checks of ParsedEstimator::Parse (epsilons and kl_coef >= 0).
-using EstimatorFactory = absl::StatusOr<std::unique_ptr<Estimator>> (*)(const LossConfig& loss);
+// generic checks of ParsedEstimator::Parse (epsilons and kl_coef >= 0). A
+// function or a lambda (a family of estimators registers one per member:
+// RegisterPpoClipEstimator in estimators/ppo_clip.h).
+using EstimatorFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Estimator>>(const LossConfig& loss)>;
 
 struct EstimatorDefinition {
   std::string name;  // The loss.estimator value; non-empty, unique.
   EstimatorTraits traits;
-  EstimatorFactory make = nullptr;  // Non-null.
+  EstimatorFactory make;  // Non-null.
 };
 
 // Adds `definition` to the registry. Meant for a namespace-scope initialiser

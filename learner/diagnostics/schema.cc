@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "rlvr/v1/status.pb.h"
 
 namespace rlvr::learner::diagnostics_internal {
@@ -53,29 +54,41 @@ Schema Build() {
           << "diagnostics.proto: derived field " << f->name() << " must be a double";
       s.derived.push_back({f, Named(d, spec.numerator(), f), Named(d, spec.denominator(), f)});
     }
-    if (!spec.json().empty()) {
-      JsonField j{f, spec.json(), spec.json(), ""};
-      if (size_t dot = spec.json().find('.'); dot != std::string::npos) {
-        j.key = spec.json().substr(0, dot);
-        j.subkey = spec.json().substr(dot + 1);
+    const bool exported = spec.metric_kind() != rlvr::v1::DIAGNOSTIC_METRIC_NONE;
+    // The defaults (the top of diagnostics.proto): a field exported to
+    // Prometheus or the status is written to metrics.jsonl under its name;
+    // its family is rlvr_learner_<name>; `status: true` names the
+    // LearnerStatus field of its name.
+    const std::string json = !spec.json().empty()        ? spec.json()
+                             : exported || spec.status() ? f->name()
+                                                         : "";
+    if (!json.empty()) {
+      JsonField j{f, json, json, ""};
+      if (size_t dot = json.find('.'); dot != std::string::npos) {
+        j.key = json.substr(0, dot);
+        j.subkey = json.substr(dot + 1);
       }
       s.json.push_back(std::move(j));
     }
-    if (!spec.status().empty()) {
-      const FieldDescriptor* sf = status->FindFieldByName(spec.status());
+    if (spec.status()) {
+      const FieldDescriptor* sf = status->FindFieldByName(f->name());
       CHECK(sf != nullptr && !sf->is_repeated() &&
             sf->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE)
-          << "diagnostics.proto: " << f->name() << " names status field '" << spec.status()
-          << "', which is no double field of rlvr.v1.LearnerStatus";
+          << "diagnostics.proto: " << f->name()
+          << " has status: true, but rlvr.v1.LearnerStatus has no double field of that name";
       s.status.push_back({f, sf});
     }
-    if (spec.metric_kind() != rlvr::v1::DIAGNOSTIC_METRIC_NONE) {
-      CHECK(!spec.metric().empty() && !spec.help().empty())
-          << "diagnostics.proto: exported field " << f->name() << " needs a metric and a help";
-      auto [it, fresh] = help_of.emplace(spec.metric(), spec.help());
+    CHECK(exported || (spec.metric().empty() && spec.help().empty() && spec.label().empty()))
+        << "diagnostics.proto: " << f->name() << " has a metric, help or label but no metric_kind";
+    if (exported) {
+      CHECK(!spec.help().empty()) << "diagnostics.proto: exported field " << f->name()
+                                  << " needs a help";
+      const std::string metric =
+          spec.metric().empty() ? absl::StrCat("rlvr_learner_", f->name()) : spec.metric();
+      auto [it, fresh] = help_of.emplace(metric, spec.help());
       CHECK(it->second == spec.help())
-          << "diagnostics.proto: metric " << spec.metric() << " has two help texts";
-      MetricField m{f, spec.metric_kind(), spec.metric(), spec.help(), "", ""};
+          << "diagnostics.proto: metric " << metric << " has two help texts";
+      MetricField m{f, spec.metric_kind(), metric, spec.help(), "", ""};
       if (!spec.label().empty()) {
         const size_t eq = spec.label().find('=');
         CHECK(eq != std::string::npos && eq > 0)

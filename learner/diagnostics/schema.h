@@ -1,8 +1,9 @@
 // The definition of UpdateDiagnostics (proto/rlvr/v1/diagnostics.proto) as
 // read by reflection: its fields grouped by what is done with them. Built
 // once, on the first call, from the descriptor and its `diagnostic` options,
-// and checked; an inconsistent definition is a programming error and fatal
-// (CHECK). Internal to learner/diagnostics/.
+// with the defaults of diagnostics.proto applied (a metric name, a JSON key
+// and a status field left out), and checked; an inconsistent definition is a
+// programming error and fatal (CHECK). Internal to learner/diagnostics/.
 //
 // Thread safety: DiagnosticsSchema() is safe to call from any thread; the
 // result is immutable.
@@ -26,7 +27,7 @@ struct DerivedField {
 
 struct JsonField {
   const google::protobuf::FieldDescriptor* field;
-  std::string name;    // As written in the option: "key" or "key.subkey".
+  std::string name;    // "key" or "key.subkey" (the option, or the default).
   std::string key;     // Top-level key.
   std::string subkey;  // Key inside the object at `key`; empty: none.
 };

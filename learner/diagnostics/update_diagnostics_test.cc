@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "learner/diagnostics/update_metrics.h"
 #include "prometheus/counter.h"
@@ -112,6 +113,33 @@ TEST(UpdateDiagnosticsTest, JsonKeysAndStatusFieldsAreTheContract) {
   EXPECT_EQ(s.reward_mean(), 0.25);
   EXPECT_EQ(s.kl_behaviour_recomputed(), 0.125);
   EXPECT_EQ(s.step(), 9u);
+}
+
+// `status: true` fills the LearnerStatus field of the field's name: with
+// every field set, exactly these (GetStatus clients read them).
+TEST(UpdateDiagnosticsTest, StatusFieldsOfEveryFieldSet) {
+  UpdateDiagnostics d;
+  const google::protobuf::Descriptor* descriptor = d.GetDescriptor();
+  const google::protobuf::Reflection* r = d.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = descriptor->field(i);
+    if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+      r->SetInt64(&d, f, f->number());
+    } else {
+      r->SetDouble(&d, f, f->number() + 0.5);
+    }
+  }
+  rlvr::v1::LearnerStatus s;
+  DiagnosticsToStatus(d, &s);
+  std::vector<const google::protobuf::FieldDescriptor*> set;
+  s.GetReflection()->ListFields(s, &set);
+  std::set<std::string> names;
+  for (const google::protobuf::FieldDescriptor* f : set) names.insert(f->name());
+  EXPECT_EQ(names, (std::set<std::string>{"reward_mean", "accuracy", "entropy", "clip_fraction",
+                                          "grad_norm", "kl_behaviour_recomputed",
+                                          "cancellation_residual"}));
+  EXPECT_EQ(s.grad_norm(), d.grad_norm());
+  EXPECT_EQ(s.cancellation_residual(), d.cancellation_residual());
 }
 
 TEST(UpdateDiagnosticsTest, ClampNamesTheClampedKeys) {

@@ -40,6 +40,7 @@
 #include "common/config/run_config.h"
 #include "common/net/auth.h"
 #include "common/net/grpc_util.h"
+#include "learner/diagnostics/ingest_snapshot.h"
 #include "learner/ingest.h"
 #include "learner/learner_metrics.h"
 #include "learner/session_service.h"
@@ -172,11 +173,7 @@ int main(int argc, char** argv) {
   rlvr::learner::StatusServiceImpl status(
       [&] {
         rlvr::v1::LearnerStatus s;
-        const rlvr::learner::IngestSnapshot in = ingest.Snapshot();
-        s.set_actors_connected(in.sessions);
-        s.set_groups_accepted(in.groups_accepted);
-        s.set_groups_rejected(in.groups_rejected);
-        s.set_policy_version(in.latest_version);
+        rlvr::learner::IngestToStatus(ingest.Snapshot(), &s);
         return s;
       },
       auth);

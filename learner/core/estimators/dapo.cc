@@ -3,23 +3,17 @@
 // above), token-level loss (token sum, Z = tokens in the step), and dynamic
 // sampling (zero-variance groups are always dropped). DAPO has no KL term:
 // loss.kl_coef is ignored on purpose.
-#include "learner/core/estimator_registry.h"
 #include "learner/core/estimators/ppo_clip.h"
 
 namespace rlvr::learner {
-namespace {
-
-absl::StatusOr<std::unique_ptr<Estimator>> MakeDapo(const LossConfig& loss) {
-  return MakePpoClipEstimator("dapo", loss.clip_eps, loss.clip_eps_high, Aggregation::kTokenSum,
-                              /*kl_coef=*/0.0);
-}
 
 [[maybe_unused]] const bool kRegistered =
-    RegisterEstimator({.name = "dapo",
-                       .traits = {.std_normalized_advantages = true,
-                                  .dynamic_sampling = true,
-                                  .normalizer = StepNormalizerRule::kTokens},
-                       .make = &MakeDapo});
+    RegisterPpoClipEstimator({.name = "dapo",
+                              .traits = {.std_normalized_advantages = true,
+                                         .dynamic_sampling = true,
+                                         .normalizer = StepNormalizerRule::kTokens},
+                              .aggregation = Aggregation::kTokenSum,
+                              .clip_higher = true,
+                              .reference_kl = false});
 
-}  // namespace
 }  // namespace rlvr::learner

@@ -2,23 +2,17 @@
 // advantages, token-level PPO clip with clip_eps on both sides, each row's
 // tokens averaged (1/T_i) and each group's rows averaged (1/G_g), Z = groups in
 // the step (the mean over groups is rlvr's [D]), optional reference KL.
-#include "learner/core/estimator_registry.h"
 #include "learner/core/estimators/ppo_clip.h"
 
 namespace rlvr::learner {
-namespace {
-
-absl::StatusOr<std::unique_ptr<Estimator>> MakeGrpo(const LossConfig& loss) {
-  return MakePpoClipEstimator("grpo", loss.clip_eps, loss.clip_eps, Aggregation::kGroupSeqMean,
-                              loss.kl_coef);
-}
 
 [[maybe_unused]] const bool kRegistered =
-    RegisterEstimator({.name = "grpo",
-                       .traits = {.std_normalized_advantages = true,
-                                  .dynamic_sampling = false,
-                                  .normalizer = StepNormalizerRule::kGroups},
-                       .make = &MakeGrpo});
+    RegisterPpoClipEstimator({.name = "grpo",
+                              .traits = {.std_normalized_advantages = true,
+                                         .dynamic_sampling = false,
+                                         .normalizer = StepNormalizerRule::kGroups},
+                              .aggregation = Aggregation::kGroupSeqMean,
+                              .clip_higher = false,
+                              .reference_kl = true});
 
-}  // namespace
 }  // namespace rlvr::learner

@@ -47,4 +47,15 @@ std::unique_ptr<Estimator> MakePpoClipEstimator(std::string name, double eps_low
   return std::make_unique<PpoClipEstimator>(std::move(name), eps_low, eps_high, how, kl_coef);
 }
 
+bool RegisterPpoClipEstimator(PpoClipDefinition definition) {
+  EstimatorFactory make =
+      [definition](const LossConfig& loss) -> absl::StatusOr<std::unique_ptr<Estimator>> {
+    return MakePpoClipEstimator(
+        definition.name, loss.clip_eps, definition.clip_higher ? loss.clip_eps_high : loss.clip_eps,
+        definition.aggregation, definition.reference_kl ? loss.kl_coef : 0.0);
+  };
+  return RegisterEstimator(
+      {.name = std::move(definition.name), .traits = definition.traits, .make = std::move(make)});
+}
+
 }  // namespace rlvr::learner
