@@ -43,13 +43,14 @@ LeaseBookOptions BookOptions(const ActorOptions& options, int vocab_size) {
 
 ActorImpl::ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
                      std::unique_ptr<Tokenizer> tokenizer, int vocab_size,
-                     std::unique_ptr<Task> task)
+                     std::unique_ptr<Task> task, const policy::Placement& placement)
     : options_(options),
       registry_(registry ? std::move(registry) : std::make_shared<prometheus::Registry>()),
       metrics_(*registry_),
       tokenizer_(std::move(tokenizer)),
       task_(std::move(task)),
       vocab_size_(vocab_size),
+      placement_(placement),
       capacity_(options.actor.max_batch_prompts),
       group_pool_(static_cast<size_t>(2 * capacity_ + 16)),
       book_(BookOptions(options, vocab_size_)),
@@ -246,6 +247,12 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   // The model's shape and tokenizer (model.hf_path: from that directory); the
   // weights come from the learner.
   ASSIGN_OR_RETURN(policy::ResolvedPolicy resolved, policy::ResolvePolicy(options.model));
+  // Where generation runs (actor.device, model.compute_dtype): a CUDA device
+  // that is not there fails here, naming the key.
+  ASSIGN_OR_RETURN(const policy::Placement placement,
+                   policy::ResolvePlacement("actor.device", options.actor.device,
+                                            options.model.compute_dtype, /*rank=*/0));
+  if (!placement.is_default()) LOG(INFO) << "actor model on " << placement.ToString();
   ActorOptions resolved_options = options;
   resolved_options.model = resolved.model;
   TaskOptions task_options;
@@ -254,7 +261,7 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
                    MakeTask(options.task, *resolved.tokenizer, task_options));
   return std::unique_ptr<Actor>(new ActorImpl(resolved_options, std::move(registry),
                                               std::move(resolved.tokenizer), resolved.vocab_size,
-                                              std::move(task)));
+                                              std::move(task), placement));
 }
 
 }  // namespace rlvr::actor

@@ -37,6 +37,7 @@
 #include "actor/model_slots.h"
 #include "actor/outbox.h"
 #include "common/policy/model.h"
+#include "common/policy/placement.h"
 #include "common/tasks/task.h"
 #include "common/tokenizer/tokenizer.h"
 #include "rlvr/v1/session.pb.h"
@@ -46,7 +47,8 @@ namespace rlvr::actor {
 class ActorImpl final : public Actor {
  public:
   ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
-            std::unique_ptr<Tokenizer> tokenizer, int vocab_size, std::unique_ptr<Task> task);
+            std::unique_ptr<Tokenizer> tokenizer, int vocab_size, std::unique_ptr<Task> task,
+            const policy::Placement& placement);
   ~ActorImpl() override;
 
   absl::Status Start() override;
@@ -95,6 +97,9 @@ class ActorImpl final : public Actor {
   const std::unique_ptr<Tokenizer> tokenizer_;
   const std::unique_ptr<Task> task_;
   const int vocab_size_;
+  // actor.device and model.compute_dtype, resolved in Actor::Create: the
+  // models' device, their parameters in the compute dtype.
+  const policy::Placement placement_;
   const int capacity_;
   std::string incarnation_;
   // Sent groups, handed back by the session writer for generation to fill.

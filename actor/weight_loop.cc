@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,12 +24,21 @@
 #include "actor/weight_assembler.h"
 #include "actor/weight_stream.h"
 #include "common/net/auth.h"
+#include "common/policy/factory.h"
 #include "common/policy/weights.h"
 
 namespace rlvr::actor {
 
 policy::Transformer ActorImpl::NewModel() const {
-  return policy::Transformer(options_.model, vocab_size_, /*init_seed=*/std::nullopt);
+  if (placement_.is_default()) {
+    return policy::Transformer(options_.model, vocab_size_, /*init_seed=*/std::nullopt);
+  }
+  // On the device, in the compute dtype; LoadWeights converts the learner's
+  // float32 blobs into it.
+  absl::StatusOr<policy::Transformer> model = policy::CreateEmptyPolicy(
+      options_.model, vocab_size_, placement_, policy::PolicyUse::kInference);
+  if (!model.ok()) throw std::runtime_error(std::string(model.status().message()));
+  return *std::move(model);
 }
 
 void ActorImpl::WeightLoop() {

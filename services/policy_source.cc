@@ -11,7 +11,8 @@
 namespace rlvr::services {
 
 absl::StatusOr<CommandPolicy> LoadCommandPolicy(const ModelConfig& config,
-                                                const std::string& weights) {
+                                                const std::string& weights,
+                                                const policy::Placement& placement) {
   CommandPolicy out;
   ASSIGN_OR_RETURN(out.resolved, policy::ResolvePolicy(config));
   if (weights.empty()) {
@@ -27,6 +28,7 @@ absl::StatusOr<CommandPolicy> LoadCommandPolicy(const ModelConfig& config,
                      policy::CreateTransformer(out.resolved.model, out.resolved.vocab_size, 0));
     RETURN_IF_ERROR(LoadRlvrWeights(weights, out.model, &out.version));
   }
+  RETURN_IF_ERROR(policy::PlaceModel(placement, policy::PolicyUse::kInference, out.model));
   out.model->eval();
   return out;
 }

@@ -13,6 +13,7 @@
 #include "common/config/run_config.h"
 #include "common/policy/factory.h"
 #include "common/policy/model.h"
+#include "common/policy/placement.h"
 
 namespace rlvr::services {
 
@@ -26,9 +27,11 @@ struct CommandPolicy {
 // built-in model that is an InvalidArgument: it has no weights of its own).
 // A directory: a checkpoint (verified, then its model part). Otherwise a
 // weight blob file. The blob must match the resolved shape exactly (errors
-// name the tensor).
-absl::StatusOr<CommandPolicy> LoadCommandPolicy(const ModelConfig& config,
-                                                const std::string& weights);
+// name the tensor). The model is then placed for inference on `placement`
+// (policy/placement.h; default: the CPU in float32, as before placements).
+absl::StatusOr<CommandPolicy> LoadCommandPolicy(
+    const ModelConfig& config, const std::string& weights,
+    const policy::Placement& placement = policy::Placement());
 
 // Loads rlvr weights into `model`: `path` is a checkpoint directory (verified,
 // then its model part) or a weight blob file. `version` may be null.

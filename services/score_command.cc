@@ -16,6 +16,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
+#include "common/policy/placement.h"
 #include "common/policy/score.h"
 #include "services/commands.h"
 #include "services/load_config.h"
@@ -63,6 +64,8 @@ int ScoreCommand(int argc, char** argv) {
   std::string model_dir;
   std::string input;
   int threads = 1;
+  std::string device = "cpu";
+  std::string dtype = "float32";
   FlagSet flags(
       "score",
       "Per-token log-probabilities and greedy next tokens of sequences under a\n"
@@ -81,6 +84,8 @@ int ScoreCommand(int argc, char** argv) {
                "Hugging Face weights of model.hf_path.");
   flags.String("input", &input, "JSONL file of sequences ('-' = stdin). Required.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
+  flags.String("device", &device, "auto, cpu, cuda or cuda:N (as actor.device).");
+  flags.String("dtype", &dtype, "Compute dtype: float32, bfloat16 or auto (bfloat16 on CUDA).");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   LoggingOptions logging;
   logging.program = "rlvr-score";
@@ -96,7 +101,13 @@ int ScoreCommand(int argc, char** argv) {
   if (!config.ok()) return fail(config.status(), 2);
   if (!model_dir.empty()) config->model.hf_path = model_dir;
   torch::set_num_threads(std::max(1, threads));
-  absl::StatusOr<CommandPolicy> loaded = LoadCommandPolicy(config->model, weights);
+  if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16") {
+    return fail(absl::InvalidArgumentError("--dtype must be auto, float32 or bfloat16"), 2);
+  }
+  absl::StatusOr<policy::Placement> placement =
+      policy::ResolvePlacement("--device", device, dtype, /*rank=*/0);
+  if (!placement.ok()) return fail(placement.status(), 2);
+  absl::StatusOr<CommandPolicy> loaded = LoadCommandPolicy(config->model, weights, *placement);
   if (!loaded.ok()) return fail(loaded.status(), 1);
 
   std::ifstream file;

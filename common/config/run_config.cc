@@ -1,10 +1,14 @@
 #include "common/config/run_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/base/status_macros.h"
 #include "common/jinja/chat_template.h"
 
@@ -44,6 +48,9 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("model.rope_original_max_position", &m.rope_original_max_position, 1, 1 << 30,
          "llama3 RoPE original_max_position_embeddings.");
   s->Int("model.vocab_size", &m.vocab_size, 0, 1 << 24, "Vocabulary; 0 = the tokenizer's.");
+  s->Enum("model.compute_dtype", &m.compute_dtype, {"auto", "float32", "bfloat16"},
+          "Forward-pass dtype: auto = bfloat16 on CUDA, float32 on CPU (trained weights and "
+          "AdamW state stay float32).");
 
   TaskConfig& t = c->task;
   s->Enum("task.kind", &t.kind, {"arithmetic", "jsonl", "chain"}, "Prompt source and verifier.");
@@ -106,6 +113,9 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Double("actor.reconnect_max_s", &a.reconnect_max_s, 0.001, 3600.0, "Backoff ceiling, s.");
   s->Double("actor.shutdown_deadline_s", &a.shutdown_deadline_s, 0.0, 3600.0,
             "SIGTERM drain deadline, seconds.");
+  s->String("actor.device", &a.device,
+            "Generation model's device: auto (cuda:0 if CUDA is available, else cpu) | cpu | "
+            "cuda | cuda:N.");
 
   LearnerConfig& l = c->learner;
   s->Int("learner.group_size", &l.group_size, 2, 1024,
@@ -139,6 +149,9 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
             "Server keepalive ping interval, s; 0 = off.");
   s->Double("learner.keepalive_timeout_s", &l.keepalive_timeout_s, 0.1, 3600.0,
             "Keepalive ping acknowledgement timeout, s.");
+  s->String("learner.device", &l.device,
+            "Trained model's device: auto (cuda:(rank % devices) if CUDA is available, else cpu) "
+            "| cpu | cuda | cuda:N.");
 
   LossConfig& lo = c->loss;
   // Any string here: the estimators register themselves in learner/core
@@ -215,6 +228,8 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     return bad("model.n_heads", "head dimension d_model/n_heads must be even for RoPE");
   }
   RETURN_IF_ERROR(ValidateModelConfig(c.model));
+  RETURN_IF_ERROR(ParseDeviceSetting("learner.device", c.learner.device).status());
+  RETURN_IF_ERROR(ParseDeviceSetting("actor.device", c.actor.device).status());
   if (c.task.min_digits > c.task.max_digits) {
     return bad("task.min_digits", "must be <= task.max_digits");
   }
@@ -300,6 +315,27 @@ absl::Status ValidateModelConfig(const ModelConfig& m) {
   }
   if (m.vocab_size < 0) return bad("model.vocab_size", "must be >= 0");
   return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceSetting> ParseDeviceSetting(absl::string_view key, absl::string_view value) {
+  const absl::string_view original = value;
+  DeviceSetting out;
+  if (value == "auto") return out;
+  if (value == "cpu") {
+    out.kind = DeviceSetting::Kind::kCpu;
+    return out;
+  }
+  out.kind = DeviceSetting::Kind::kCuda;
+  if (value == "cuda") return out;
+  int index = -1;
+  if (absl::ConsumePrefix(&value, "cuda:") && !value.empty() && value.size() <= 4 &&
+      std::all_of(value.begin(), value.end(), absl::ascii_isdigit) &&
+      absl::SimpleAtoi(value, &index)) {
+    out.index = index;
+    return out;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config key '", key, "': expected auto, cpu, cuda or cuda:N (N >= 0), got '", original, "'"));
 }
 
 absl::StatusOr<RunConfig> LoadRunConfig(const std::string& path,

@@ -47,6 +47,10 @@ struct ModelConfig {
   double rope_high_freq_factor = 4.0;  // llama3: high-frequency boundary factor.
   int rope_original_max_position = 8192;  // llama3: original context length.
   int vocab_size = 0;                     // 0 = the tokenizer's; HF: config.json's vocab_size.
+  // The dtype forward passes compute in (common/policy/placement.h): auto
+  // (bfloat16 on CUDA, float32 on CPU) | float32 | bfloat16. Trained
+  // parameters and optimizer state stay float32 either way.
+  std::string compute_dtype = "auto";
 };
 
 // Which task supplies prompts and verifies answers.
@@ -119,6 +123,9 @@ struct ActorConfig {
   double reconnect_initial_s = 0.2;   // First reconnect backoff, seconds.
   double reconnect_max_s = 5.0;       // Backoff ceiling, seconds.
   double shutdown_deadline_s = 10.0;  // SIGTERM: finish or abandon within this.
+  // Where the generation model lives: auto | cpu | cuda | cuda:N
+  // (common/policy/placement.h; auto = cuda:0 when CUDA is available).
+  std::string device = "auto";
 };
 
 struct LearnerConfig {
@@ -154,6 +161,10 @@ struct LearnerConfig {
   // the ping is not acknowledged within keepalive_timeout_s. 0 = no pings.
   double keepalive_time_s = 30.0;
   double keepalive_timeout_s = 10.0;
+  // Where the trained model lives: auto | cpu | cuda | cuda:N
+  // (common/policy/placement.h; auto and cuda = cuda:(rank % devices) when
+  // CUDA is available).
+  std::string device = "auto";
 };
 
 // The estimator (ALGORITHMS.md).
@@ -241,6 +252,16 @@ absl::Status ValidateRunConfig(const RunConfig& config);
 // the built-in layout allows, llama3 RoPE parameters); part of
 // ValidateRunConfig, and used on configs read from config.json.
 absl::Status ValidateModelConfig(const ModelConfig& model);
+
+// A parsed learner.device / actor.device value: auto, cpu, cuda or cuda:N.
+struct DeviceSetting {
+  enum class Kind { kAuto, kCpu, kCuda };
+  Kind kind = Kind::kAuto;
+  int index = -1;  // N of cuda:N; -1 for plain cuda (and auto, cpu).
+};
+// InvalidArgument naming `key` for anything else (part of ValidateRunConfig;
+// whether the device exists is checked where the model is placed).
+absl::StatusOr<DeviceSetting> ParseDeviceSetting(absl::string_view key, absl::string_view value);
 
 // Loads defaults, then `path` (if non-empty), then each "key=value" override,
 // then validates. Errors name the file and key path. loss.estimator is not

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
+
 namespace rlvr {
 namespace {
 
@@ -78,6 +80,35 @@ TEST(RunConfigTest, ChatTemplateKwargsAreCheckedAtLoad) {
   EXPECT_THAT(c.status().message(), HasSubstr("task.chat_template_kwargs"));
   c = LoadRunConfig("", {"task.prompt_format=chatml", "task.chat_template_kwargs=a=1"});
   EXPECT_THAT(c.status().message(), HasSubstr("only task.prompt_format model uses it"));
+}
+
+TEST(RunConfigTest, DeviceAndComputeDtypeAreCheckedAtLoad) {
+  auto c = LoadRunConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->learner.device, "auto");
+  EXPECT_EQ(c->actor.device, "auto");
+  EXPECT_EQ(c->model.compute_dtype, "auto");
+  c = LoadRunConfig("",
+                    {"learner.device=cuda:1", "actor.device=cpu", "model.compute_dtype=bfloat16"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->learner.device, "cuda:1");
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "cuda0", "CPU", ""}) {
+    SCOPED_TRACE(bad);
+    c = LoadRunConfig("", {absl::StrCat("learner.device=", bad)});
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(c.status().message(), HasSubstr("learner.device"));
+    c = LoadRunConfig("", {absl::StrCat("actor.device=", bad)});
+    EXPECT_THAT(c.status().message(), HasSubstr("actor.device"));
+  }
+  c = LoadRunConfig("", {"model.compute_dtype=float16"});
+  EXPECT_THAT(c.status().message(), HasSubstr("model.compute_dtype"));
+  auto parsed = ParseDeviceSetting("k", "cuda:12");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->kind, DeviceSetting::Kind::kCuda);
+  EXPECT_EQ(parsed->index, 12);
+  parsed = ParseDeviceSetting("k", "cuda");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->index, -1);
 }
 
 TEST(RunConfigTest, MissingFileIsNotFound) {

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/config/run_config.h"
+#include "common/policy/placement.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace rlvr::policy {
@@ -50,11 +51,33 @@ absl::StatusOr<ResolvedPolicy> ResolvePolicy(const ModelConfig& config);
 // starting policy; there is nothing to pretrain).
 bool IsHfPolicy(const ModelConfig& config);
 
+// What a model is placed for (placement.h): kTraining keeps float32
+// parameters on the device and computes in the placement's dtype through
+// per-use casts (mixed precision, model.h); kInference converts the
+// parameters themselves to the compute dtype (half the memory for bfloat16).
+enum class PolicyUse { kTraining, kInference };
+
+// Moves `model` to `placement`'s device and applies its dtype for `use`. A
+// default placement (cpu/float32) leaves a float32 CPU model untouched.
+// Internal (naming the placement) if LibTorch fails, e.g. out of memory.
+absl::Status PlaceModel(const Placement& placement, PolicyUse use, Transformer& model);
+
 // The starting policy of the resolved `model`: the Hugging Face weights
-// (read from model.hf_path), or the built-in model randomly initialised from
-// `init_seed`. Errors as the loaders (naming file and tensor).
+// (read from model.hf_path, converted straight to the placement's device and
+// dtype), or the built-in model randomly initialised from `init_seed` (on
+// the CPU, in float32, so the draws do not depend on the placement; then
+// placed). Errors as the loaders (naming file and tensor).
 absl::StatusOr<Transformer> CreateInitialPolicy(const ModelConfig& model, int vocab_size,
-                                                uint64_t init_seed);
+                                                uint64_t init_seed,
+                                                const Placement& placement = Placement(),
+                                                PolicyUse use = PolicyUse::kTraining);
+
+// A model of the resolved shape with uninitialised parameters, directly on
+// `placement`'s device in the dtype for `use`, for a loader that overwrites
+// every parameter (the actor's weight slots). InvalidArgument on a bad
+// shape, Internal if LibTorch fails (out of memory).
+absl::StatusOr<Transformer> CreateEmptyPolicy(const ModelConfig& model, int vocab_size,
+                                              const Placement& placement, PolicyUse use);
 
 }  // namespace rlvr::policy
 

@@ -14,6 +14,12 @@ torch::ScalarType ComputeType(torch::ScalarType t) {
   return t == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
 }
 
+// `weight` in the dtype of the hidden states (mixed precision: float32
+// parameters, bfloat16 hidden states; cast once per pass, not per chunk).
+torch::Tensor WeightLike(const torch::Tensor& weight, const torch::Tensor& hidden) {
+  return weight.scalar_type() == hidden.scalar_type() ? weight : weight.to(hidden.scalar_type());
+}
+
 // Logits of `rows` in the compute dtype: the only [rows, V] tensors that
 // exist at any time.
 torch::Tensor ChunkLogits(const torch::Tensor& rows, const torch::Tensor& weight,
@@ -34,9 +40,10 @@ class ChunkedLogProbFunction : public torch::autograd::Function<ChunkedLogProbFu
     torch::Tensor logp = torch::empty({m}, opts);
     torch::Tensor lse = torch::empty({m}, opts);
     torch::Tensor entropy = torch::empty({with_entropy ? m : 0}, opts);
+    const torch::Tensor w = WeightLike(weight, hidden);
     for (int64_t begin = 0; begin < m; begin += chunk_rows) {
       const int64_t n = std::min(chunk_rows, m - begin);
-      torch::Tensor logits = ChunkLogits(hidden.narrow(0, begin, n), weight, compute);
+      torch::Tensor logits = ChunkLogits(hidden.narrow(0, begin, n), w, compute);
       torch::Tensor chunk_lse = logits.logsumexp(-1);
       lse.narrow(0, begin, n).copy_(chunk_lse);
       torch::Tensor picked = logits.gather(1, targets.narrow(0, begin, n).unsqueeze(1)).squeeze(1);
@@ -64,6 +71,7 @@ class ChunkedLogProbFunction : public torch::autograd::Function<ChunkedLogProbFu
     const torch::Tensor grad = grad_outputs[0];  // [M]; zeros when unused (materialised).
     const int64_t m = hidden.size(0);
     const torch::ScalarType compute = lse.scalar_type();
+    const torch::Tensor w = WeightLike(weight, hidden);
     torch::Tensor grad_hidden, grad_weight;
     if (ctx->saved_data["hidden_grad"].toBool()) grad_hidden = torch::empty_like(hidden);
     if (ctx->saved_data["weight_grad"].toBool()) {
@@ -74,11 +82,11 @@ class ChunkedLogProbFunction : public torch::autograd::Function<ChunkedLogProbFu
       torch::Tensor rows = hidden.narrow(0, begin, n);
       torch::Tensor g = grad.narrow(0, begin, n).to(compute).unsqueeze(1);  // [n, 1]
       // d logits = g * (onehot(target) - softmax), built in the logits' memory.
-      torch::Tensor dlogits = ChunkLogits(rows, weight, compute);
+      torch::Tensor dlogits = ChunkLogits(rows, w, compute);
       dlogits.sub_(lse.narrow(0, begin, n).unsqueeze(1)).exp_().mul_(-g);
       dlogits.scatter_add_(1, targets.narrow(0, begin, n).unsqueeze(1), g);
       if (grad_hidden.defined()) {
-        grad_hidden.narrow(0, begin, n).copy_(torch::mm(dlogits.to(weight.scalar_type()), weight));
+        grad_hidden.narrow(0, begin, n).copy_(torch::mm(dlogits.to(w.scalar_type()), w));
       }
       if (grad_weight.defined()) grad_weight.addmm_(dlogits.t(), rows.to(compute));
     }
@@ -124,11 +132,12 @@ CompletionLogProbs ComputeCompletionLogProbs(
     total += c;
   }
   const torch::ScalarType compute = ComputeType(model->OutputWeight().scalar_type());
-  const auto out_opts = torch::TensorOptions().dtype(compute);
+  const torch::Device device = model->OutputWeight().device();
+  const auto out_opts = torch::TensorOptions().dtype(compute).device(device);
   CompletionLogProbs out;
   if (n == 0 || t_max == 0) {
     out.logprobs = torch::zeros({n, t_max}, out_opts);
-    out.mask = torch::zeros({n, t_max});
+    out.mask = torch::zeros({n, t_max}, torch::TensorOptions().device(device));
     if (with_entropy) out.entropy = torch::zeros({n, t_max}, out_opts);
     return out;
   }
@@ -161,7 +170,13 @@ CompletionLogProbs ComputeCompletionLogProbs(
     }
   }
   const torch::Tensor& weight = model->OutputWeight();
-  torch::Tensor hidden = model->Hidden(tokens);  // [N, L, D]
+  torch::Tensor hidden = model->Hidden(tokens);  // [N, L, D], on the model's device
+  if (!hidden.is_cpu()) {
+    source = source.to(device);
+    dest = dest.to(device);
+    targets = targets.to(device);
+    mask = mask.to(device);
+  }
   torch::Tensor rows = hidden.reshape({n * max_len, hidden.size(-1)}).index_select(0, source);
   if (chunk_rows == 0) {
     const int64_t row_bytes = weight.size(0) * static_cast<int64_t>(torch::elementSize(compute));

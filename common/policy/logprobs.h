@@ -39,9 +39,11 @@ inline constexpr int64_t kLogitChunkBytes = 32 << 20;
 //
 // Log-softmax and entropy are computed in float32 (float64 for a float64
 // model; bfloat16/float16 logits are widened first); logprobs/entropy have
-// that dtype. `chunk_rows` positions are projected at a time; 0 = as many as
-// fit in kLogitChunkBytes of float32 logits. The result does not depend on
-// the chunking beyond float rounding of the weight gradient's summation order.
+// that dtype. All outputs (mask too) are on the model's device; a model
+// computing in a reduced dtype over float32 parameters (mixed precision,
+// model.h) gets float32 outputs and float32 weight gradients. `chunk_rows` positions are projected
+// at a time; 0 = as many as fit in kLogitChunkBytes of float32 logits. The result does not depend
+// on the chunking beyond float rounding of the weight gradient's summation order.
 CompletionLogProbs ComputeCompletionLogProbs(
     Transformer& model, const std::vector<const std::vector<int>*>& prompts,
     const std::vector<const std::vector<int>*>& completions, bool with_entropy,
@@ -53,6 +55,9 @@ CompletionLogProbs ComputeCompletionLogProbs(
 // when with_entropy, the entropy of each row's distribution [M] (no grad;
 // undefined otherwise). Logits exist only one chunk of `chunk_rows` rows at
 // a time, in forward and in backward (recomputed there). chunk_rows >= 1.
+// A weight of another dtype than hidden (float32 master weights, bfloat16
+// states) is cast to hidden's dtype once per pass; its gradient is then
+// accumulated in float32 (not rounded to the hidden dtype).
 std::pair<torch::Tensor, torch::Tensor> ChunkedTokenLogProbs(const torch::Tensor& hidden,
                                                              const torch::Tensor& weight,
                                                              const torch::Tensor& targets,

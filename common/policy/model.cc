@@ -328,9 +328,28 @@ TransformerImpl::TransformerImpl(const rlvr::ModelConfig& config, int vocab_size
   rope_table_ = torch::cat({angles.cos(), angles.sin()}, -1);  // [rows, head_dim]
 }
 
+torch::ScalarType TransformerImpl::compute_dtype() const {
+  return compute_dtype_.value_or(embed_.scalar_type());
+}
+
+void TransformerImpl::set_compute_dtype(torch::ScalarType dtype) {
+  const torch::ScalarType params = embed_.scalar_type();
+  TORCH_CHECK(dtype == params || (params == torch::kFloat32 && IsReduced(dtype)), "compute dtype ",
+              c10::toString(dtype), " needs float32 parameters (they are ", c10::toString(params),
+              ")");
+  compute_dtype_ = dtype == params ? c10::nullopt : c10::make_optional(dtype);
+}
+
+torch::Tensor TransformerImpl::InComputeDtype(const torch::Tensor& param) const {
+  if (!compute_dtype_.has_value() || !param.defined() || param.scalar_type() == *compute_dtype_) {
+    return param;
+  }
+  return param.to(*compute_dtype_);
+}
+
 std::pair<torch::Tensor, torch::Tensor> TransformerImpl::RopeAngles(const torch::Tensor& positions,
                                                                     bool in_table) const {
-  auto dtype = embed_.scalar_type();
+  auto dtype = compute_dtype();
   if (IsReduced(dtype)) dtype = torch::kFloat32;  // HF rotates in float32 under bf16.
   const auto device = embed_.device();
   const int64_t b = positions.size(0);
@@ -399,13 +418,13 @@ torch::Tensor TransformerImpl::ForwardWithPositions(const torch::Tensor& tokens,
                                                     const torch::Tensor& positions,
                                                     const torch::Tensor& key_bias, KvCache* cache) {
   torch::Tensor h = HiddenWithPositions(tokens, positions, key_bias, cache);
-  return Project(h.view({-1, h.size(-1)}), OutputWeight())
+  return Project(h.view({-1, h.size(-1)}), InComputeDtype(OutputWeight()))
       .view({h.size(0), h.size(1), vocab_size_});
 }
 
 KvCache TransformerImpl::NewCache(int64_t batch, int64_t capacity) const {
   KvCache cache;
-  const auto opts = embed_.options().requires_grad(false);
+  const auto opts = embed_.options().dtype(compute_dtype()).requires_grad(false);
   for (size_t i = 0; i < layers_.size(); ++i) {
     cache.keys.push_back(torch::zeros({batch, n_kv_heads_, capacity, head_dim_}, opts));
     cache.values.push_back(torch::zeros({batch, n_kv_heads_, capacity, head_dim_}, opts));
@@ -445,15 +464,17 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
     TORCH_CHECK(past + s <= cache->capacity, "KV cache capacity exceeded");
   }
   const int64_t total = past + s;
-  const auto dtype = embed_.scalar_type();
+  const auto dtype = compute_dtype();
   // Decoding into a cache without autograd (Generate) takes the fused loops
   // of decode_kernels.h; everything else uses the tensor ops below.
   const bool fused = cache != nullptr && !torch::GradMode::is_enabled() &&
-                     dtype == torch::kFloat32 && embed_.is_cpu() && positions_in_table &&
-                     positions.is_contiguous() && cache->keys.front().is_contiguous() &&
-                     cache->values.front().is_contiguous();
+                     dtype == torch::kFloat32 && embed_.scalar_type() == torch::kFloat32 &&
+                     embed_.is_cpu() && positions_in_table && positions.is_contiguous() &&
+                     cache->keys.front().is_contiguous() && cache->values.front().is_contiguous();
+  // Parameters in the compute dtype (themselves unless mixed precision).
+  auto param = [&](const torch::Tensor& p) { return InComputeDtype(p); };
   auto norm = [&](const torch::Tensor& x, const torch::Tensor& w) {
-    return fused ? RmsNormRows(x, w, config_.rms_norm_eps) : RmsNorm(x, w);
+    return fused ? RmsNormRows(x, w, config_.rms_norm_eps) : RmsNorm(x, param(w));
   };
 
   // RoPE angles per row and position, [B,1,S,Dh/2] each (the fused path reads
@@ -469,7 +490,7 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
   // tokens plus the caller's key bias.
   torch::Tensor mask;
   if (s > 1) {
-    mask = torch::full({s, total}, kMaskValue, embed_.options().requires_grad(false))
+    mask = torch::full({s, total}, kMaskValue, embed_.options().dtype(dtype).requires_grad(false))
                .triu(past + 1)
                .view({1, 1, s, total});
   }
@@ -491,21 +512,23 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
   const int64_t rep = h / kv;  // Query heads per key/value head (GQA).
   const int64_t dh = head_dim_;
   const int64_t ff = config_.d_ff;
-  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}).to(embed_.device()));  // [B*S, D]
+  // [B*S, D]; only the looked-up rows are cast under mixed precision.
+  torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}).to(embed_.device()));
+  if (x.scalar_type() != dtype) x = x.to(dtype);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     torch::Tensor xn = norm(x, l.attn_norm);
     torch::Tensor qf, kf, vf;  // [B*S, H*Dh], [B*S, KV*Dh], [B*S, KV*Dh]
     torch::Tensor qkv;         // Built-in: the fused projection.
     if (!hf_) {
-      qkv = Project(xn, l.qkv);
+      qkv = Project(xn, param(l.qkv));
       qf = qkv.narrow(1, 0, h * dh);
       kf = qkv.narrow(1, h * dh, kv * dh);
       vf = qkv.narrow(1, (h + kv) * dh, kv * dh);
     } else {
-      qf = Linear(xn, l.q, l.q_bias);
-      kf = Linear(xn, l.k, l.k_bias);
-      vf = Linear(xn, l.v, l.v_bias);
+      qf = Linear(xn, param(l.q), param(l.q_bias));
+      kf = Linear(xn, param(l.k), param(l.k_bias));
+      vf = Linear(xn, param(l.v), param(l.v_bias));
     }
     torch::Tensor q, k, v;  // [B,H,S,Dh], [B,KV,S|total,Dh]
     if (fused) {
@@ -520,8 +543,8 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
       k = kf.view({b, s, kv, dh});
       v = vf.view({b, s, kv, dh}).permute({0, 2, 1, 3});
       if (l.q_norm.defined()) {
-        q = RmsNorm(q, l.q_norm);
-        k = RmsNorm(k, l.k_norm);
+        q = RmsNorm(q, param(l.q_norm));
+        k = RmsNorm(k, param(l.k_norm));
       }
       q = rope(q.permute({0, 2, 1, 3}));
       k = rope(k.permute({0, 2, 1, 3}));
@@ -545,20 +568,20 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
     if (rep != 1) probs = probs.view({b, kv, rep * s, total});
     torch::Tensor attn = torch::matmul(probs, v);  // [B,KV,rep*S,Dh] = [B,H,S,Dh]
     attn = attn.reshape({b, h, s, dh}).transpose(1, 2).reshape({b * s, h * dh});
-    x = Project(attn, l.out, x);
-    if (l.out_bias.defined()) x = x + l.out_bias;
+    x = Project(attn, param(l.out), x);
+    if (l.out_bias.defined()) x = x + param(l.out_bias);
     xn = norm(x, l.mlp_norm);
     torch::Tensor gate, up;
     if (!hf_) {
-      torch::Tensor gu = Project(xn, l.gate_up);  // [B*S, 2F]
+      torch::Tensor gu = Project(xn, param(l.gate_up));  // [B*S, 2F]
       gate = gu.narrow(-1, 0, ff);
       up = gu.narrow(-1, ff, ff);
     } else {
-      gate = Linear(xn, l.gate, l.gate_bias);
-      up = Linear(xn, l.up, l.up_bias);
+      gate = Linear(xn, param(l.gate), param(l.gate_bias));
+      up = Linear(xn, param(l.up), param(l.up_bias));
     }
-    x = Project(torch::silu(gate) * up, l.down, x);
-    if (l.down_bias.defined()) x = x + l.down_bias;
+    x = Project(torch::silu(gate) * up, param(l.down), x);
+    if (l.down_bias.defined()) x = x + param(l.down_bias);
   }
   if (cache != nullptr) cache->length = total;
   return norm(x, final_norm_).view({b, s, x.size(-1)});

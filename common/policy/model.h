@@ -31,6 +31,14 @@
 // float64; HF models may run in bfloat16: norms, softmax and RoPE angles are
 // then computed in float32 as HF does).
 //
+// Mixed precision (set_compute_dtype): a model with float32 parameters may
+// compute in bfloat16 (or float16). Every parameter is then cast to that
+// dtype where it is used (differentiably: gradients reach the float32
+// parameters in float32), so the forward is the same computation as that of
+// the model converted to the compute dtype, which is what an actor holding
+// bfloat16 weights runs. This is the learner's scheme instead of LibTorch
+// autocast (docs/policy.md, "Devices and dtypes").
+//
 // Thread safety: like any torch::nn::Module, a model is not safe for
 // concurrent mutation; concurrent forward passes under NoGradGuard are safe.
 // Methods throw c10::Error on invalid arguments (shape, token ids out of
@@ -75,7 +83,7 @@ class TransformerImpl : public torch::nn::Module {
                   std::optional<uint64_t> init_seed,
                   const torch::TensorOptions& empty_options = torch::TensorOptions());
 
-  // tokens [B, L] int64 -> logits [B, L, V] (the parameters' dtype),
+  // tokens [B, L] int64 -> logits [B, L, V] (the compute dtype),
   // causal, positions 0..L-1 in every row.
   torch::Tensor forward(const torch::Tensor& tokens);
 
@@ -98,11 +106,21 @@ class TransformerImpl : public torch::nn::Module {
   // forward() without the output projection: tokens [B, L] -> [B, L, D].
   torch::Tensor Hidden(const torch::Tensor& tokens);
   // The output projection [V, D]: logits = hidden x OutputWeight()^T (the
-  // embedding when tied, lm_head otherwise).
+  // embedding when tied, lm_head otherwise). The parameter itself: under
+  // mixed precision the caller casts it to the hidden states' dtype.
   const torch::Tensor& OutputWeight() const { return lm_head_.defined() ? lm_head_ : embed_; }
 
+  // The dtype the forward computes in: the parameters' dtype unless
+  // set_compute_dtype chose another. Hidden states, logits and KV caches
+  // have this dtype.
+  torch::ScalarType compute_dtype() const;
+  // Float32 parameters computing in a reduced dtype (kBFloat16 or kHalf), or
+  // the parameters' own dtype (undoes it). Throws c10::Error for any other
+  // combination. Not synchronised with forward passes (set it before them).
+  void set_compute_dtype(torch::ScalarType dtype);
+
   // An empty cache for `batch` rows and `capacity` positions, in the
-  // parameters' dtype and device ([B, n_kv_heads, capacity, head_dim] per
+  // compute dtype and the parameters' device ([B, n_kv_heads, capacity, head_dim] per
   // layer); key_bias all zero (the caller marks pad keys and sets
   // has_key_bias).
   KvCache NewCache(int64_t batch, int64_t capacity) const;
@@ -130,6 +148,9 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor down, down_bias;
   };
   torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const;
+  // `param` in the compute dtype: itself unless mixed precision is on
+  // (undefined stays undefined).
+  torch::Tensor InComputeDtype(const torch::Tensor& param) const;
   // Throws c10::Error unless every id is in [0, vocab_size).
   void CheckTokenRange(const torch::Tensor& tokens) const;
   // (cos, sin) [B, 1, S, head_dim/2] in the compute dtype (float32 for
@@ -149,6 +170,8 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<Layer> layers_;
   torch::Tensor inv_freq_;  // [head_dim/2] float64 (llama3-scaled if configured), not a parameter.
   torch::Tensor rope_table_;  // [rows, head_dim] float64: cos | sin of position * inv_freq_.
+  // set_compute_dtype's choice when it differs from the parameters' dtype.
+  c10::optional<torch::ScalarType> compute_dtype_;
 };
 TORCH_MODULE(Transformer);
 

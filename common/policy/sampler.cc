@@ -213,7 +213,8 @@ std::vector<Sample> Generate(Transformer& model,
   // 151936-token vocabulary).
   torch::Tensor last = model->HiddenWithPositions(p.tokens, p.positions, torch::Tensor(), &cache)
                            .select(1, p.max_prompt - 1);
-  torch::Tensor logits = torch::mm(last, model->OutputWeight().t());
+  // (Under mixed precision the float32 output weight is cast to the states' dtype.)
+  torch::Tensor logits = torch::mm(last, model->OutputWeight().to(last.scalar_type()).t());
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);  // [B,1]
   const ModelConfig& c = model->config();
   SingleThreadScope small_steps(p.batch * c.d_model * c.d_ff < kParallelDecodeMacs);
@@ -236,10 +237,9 @@ std::vector<Sample> GenerateWithoutCache(Transformer& model,
   std::vector<Sample> samples(p.batch);
   if (p.batch == 0 || options.max_new_tokens == 0) return samples;
   std::vector<char> done(p.batch, 0);
-  const auto dtype = model->parameters().front().scalar_type();
   torch::Tensor tokens = p.tokens;
   torch::Tensor positions = p.positions;
-  torch::Tensor bias = p.pad_bias.to(dtype);
+  torch::Tensor bias = p.pad_bias.to(model->OutputWeight().device(), model->compute_dtype());
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);
   for (int64_t step = 0;; ++step) {
     torch::Tensor logits =

@@ -31,14 +31,17 @@ absl::StatusOr<SequenceScore> ScoreSequence(Transformer& model, const std::vecto
     torch::NoGradGuard no_grad;
     std::vector<int64_t> ids64(ids.begin(), ids.end());
     torch::Tensor tokens = torch::tensor(ids64, torch::kInt64).unsqueeze(0);
-    torch::Tensor hidden = model->Hidden(tokens)[0];  // [n, D]
+    torch::Tensor hidden = model->Hidden(tokens)[0];  // [n, D], on the model's device
+    // Mixed precision: the float32 output weight in the states' dtype.
+    const torch::Tensor w = weight.to(hidden.scalar_type());
     torch::Tensor targets = torch::zeros({n}, torch::kInt64);
     if (n > 1) targets.narrow(0, 0, n - 1).copy_(tokens[0].narrow(0, 1, n - 1));
+    targets = targets.to(hidden.device());
     torch::Tensor logp = torch::empty({n}, torch::TensorOptions().dtype(torch::kFloat64));
     torch::Tensor greedy = torch::empty({n}, torch::kInt64);
     for (int64_t begin = 0; begin < n; begin += chunk_rows) {
       const int64_t rows = std::min(chunk_rows, n - begin);
-      torch::Tensor logits = torch::mm(hidden.narrow(0, begin, rows), weight.t()).to(compute);
+      torch::Tensor logits = torch::mm(hidden.narrow(0, begin, rows), w.t()).to(compute);
       torch::Tensor lsm = torch::log_softmax(logits, -1);
       logp.narrow(0, begin, rows)
           .copy_(lsm.gather(1, targets.narrow(0, begin, rows).unsqueeze(1)).squeeze(1));

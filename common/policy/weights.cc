@@ -107,7 +107,8 @@ void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out
   Put<uint64_t>(&out, version);
   Put<uint32_t>(&out, static_cast<uint32_t>(params.size()));
   for (const auto& p : params) {
-    torch::Tensor t = p.value().detach().contiguous();
+    // A CUDA parameter is written from a CPU copy (a CPU one is used as is).
+    torch::Tensor t = p.value().detach().to(torch::kCPU).contiguous();
     Put<uint32_t>(&out, static_cast<uint32_t>(p.key().size()));
     out.append(p.key());
     Put<uint8_t>(&out, static_cast<uint8_t>(t.scalar_type()));
@@ -206,7 +207,11 @@ absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* v
           absl::StrCat("weights blob: duplicate tensor '", e.name, "'"));
     }
     const torch::Tensor& t = it->second;
-    if (e.dtype != t.scalar_type()) {
+    // The one conversion allowed: float32 (the learner's master weights)
+    // into a reduced-precision model (an actor computing in bfloat16).
+    const bool narrowing = e.dtype == torch::kFloat32 &&
+                           (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
+    if (e.dtype != t.scalar_type() && !narrowing) {
       return absl::InvalidArgumentError(absl::StrCat(
           "weights blob: tensor '", e.name, "' has dtype code ", static_cast<int>(e.dtype),
           ", model expects ", c10::toString(t.scalar_type())));
@@ -216,9 +221,10 @@ absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* v
                                                      "' has shape ", ShapeText(e.shape),
                                                      ", model expects ", ShapeText(t.sizes())));
     }
-    if (e.bytes.size() != t.nbytes()) {
+    const size_t expected_bytes = t.numel() * torch::elementSize(e.dtype);
+    if (e.bytes.size() != expected_bytes) {
       return Corrupt(absl::StrCat("tensor '", e.name, "' has ", e.bytes.size(), " bytes, expected ",
-                                  t.nbytes()));
+                                  expected_bytes));
     }
   }
   if (matched.size() != by_name.size()) {

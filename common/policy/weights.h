@@ -26,7 +26,9 @@ namespace rlvr::policy {
 
 class Transformer;  // model.h
 
-// The blob of `model`'s parameters tagged with `version`.
+// The blob of `model`'s parameters tagged with `version`, in the
+// parameters' dtype; parameters on a CUDA device are copied to the CPU
+// tensor by tensor.
 std::string SerializeWeights(Transformer& model, uint64_t version);
 // The same, written into `*out` (replacing its contents): a buffer whose
 // capacity already fits the blob (an earlier version's) is reused, so its
@@ -43,7 +45,9 @@ uint64_t WeightsBlobBytes(const rlvr::ModelConfig& config, int vocab_size);
 // set of names, dtypes and shapes) before touching the model; on any error
 // returns InvalidArgument/DataLoss with a clear message and the model is
 // untouched. On success copies the values in and sets *version_out (may be
-// null).
+// null). Dtypes must match, except that a float32 blob loads into a
+// bfloat16/float16 model (rounded to nearest: an actor computing in
+// bfloat16). The model may live on a CUDA device.
 absl::Status LoadWeights(absl::string_view blob, Transformer& model, uint64_t* version_out);
 
 // The policy version of a blob after checking magic, format version and the

@@ -125,10 +125,15 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   const int64_t n = static_cast<int64_t>(rows.rollouts.size());
   policy::CompletionLogProbs out = policy::ComputeCompletionLogProbs(
       model, rows.prompts, rows.completions, /*with_entropy=*/true);
-  torch::Tensor lp = out.logprobs;
+  // The graph lives on the model's device; the estimator and the diagnostics
+  // run on CPU copies of the [N, T] log-probs (the same tensors on a CPU
+  // model), and the per-token coefficients go back for the backward.
+  const torch::Tensor lp_graph = out.logprobs;
+  torch::Tensor lp = lp_graph.detach().to(torch::kCPU);
   const auto dtype = lp.scalar_type();
   const int64_t t = lp.size(1);
-  torch::Tensor mask = out.mask.to(dtype);
+  torch::Tensor mask = out.mask.to(torch::kCPU, dtype);
+  if (out.entropy.defined()) out.entropy = out.entropy.to(torch::kCPU);
 
   // Behaviour log-probs (for lp_old in behaviour mode and for the KL metric).
   std::vector<const std::vector<float>*> behaviour, precomputed;
@@ -172,7 +177,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
     }
     torch::NoGradGuard no_grad;
     lp_ref = policy::ComputeCompletionLogProbs(*reference, rows.prompts, rows.completions, false)
-                 .logprobs.to(dtype);
+                 .logprobs.to(torch::kCPU, dtype);
   }
 
   torch::Tensor leaf = lp.detach().requires_grad_(true);
@@ -193,7 +198,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
                                   /*create_graph=*/false, /*allow_unused=*/true)[0];
   }
   if (!coeff.defined()) coeff = torch::zeros_like(leaf);
-  if (lp.requires_grad()) lp.backward(coeff);
+  if (lp_graph.requires_grad()) lp_graph.backward(coeff.to(lp_graph.device()));
 
   torch::NoGradGuard no_grad;
   // Plain local sums, written into the message once at the end.
@@ -257,7 +262,7 @@ absl::StatusOr<OldLogProbs> ComputeOldLogProbs(policy::Transformer& model,
       Rows rows = Flatten(groups, selection, begin, end);
       torch::Tensor lp =
           policy::ComputeCompletionLogProbs(model, rows.prompts, rows.completions, false)
-              .logprobs.to(torch::kFloat32)
+              .logprobs.to(torch::kCPU, torch::kFloat32)
               .contiguous();
       auto acc = lp.accessor<float, 2>();
       for (size_t i = 0; i < rows.ids.size(); ++i) {

@@ -18,6 +18,7 @@
 #include "common/base/status_macros.h"
 #include "common/policy/factory.h"
 #include "common/policy/model.h"
+#include "common/policy/placement.h"
 #include "common/policy/weights.h"
 #include "common/tokenizer/tokenizer.h"
 #include "learner/core/batcher.h"
@@ -82,12 +83,25 @@ class Trainer::Impl {
     int vocab = options_.vocab_size;
     if (vocab <= 0) vocab = MakeCharTokenizer()->vocab_size();
     const uint64_t init_seed = static_cast<uint64_t>(options_.learner.seed);
+    // learner.device and model.compute_dtype: float32 master weights (and
+    // AdamW state) on the device; a bfloat16 compute dtype casts them per use.
+    ASSIGN_OR_RETURN(placement_,
+                     policy::ResolvePlacement("learner.device", options_.learner.device,
+                                              options_.model.compute_dtype, options_.rank));
+    if (!placement_.is_default()) {
+      LOG(INFO) << "trainer rank " << options_.rank << ": model on " << placement_.ToString();
+    }
     // The starting policy: model.hf_path's weights, or the seeded init (its
     // own generator: trainers created concurrently in one process do not
     // share an RNG).
-    ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
+    ASSIGN_OR_RETURN(model_, policy::CreateInitialPolicy(options_.model, vocab, init_seed,
+                                                         placement_, policy::PolicyUse::kTraining));
     if (options_.loss.kl_coef > 0) {
-      ASSIGN_OR_RETURN(reference_, policy::CreateInitialPolicy(options_.model, vocab, init_seed));
+      // The frozen reference only runs forward: its weights are in the
+      // compute dtype.
+      ASSIGN_OR_RETURN(reference_,
+                       policy::CreateInitialPolicy(options_.model, vocab, init_seed, placement_,
+                                                   policy::PolicyUse::kInference));
     }
     // Base weights are read by rank 0 only; the other ranks get rank 0's
     // state (weights, reference, optimizer) with their first update.
@@ -122,6 +136,7 @@ class Trainer::Impl {
     comm.master_addr = options_.master_addr;
     comm.master_port = options_.master_port;
     comm.timeout = timeout;
+    if (placement_.is_cuda()) comm.cuda_device = placement_.cuda_device;
     ASSIGN_OR_RETURN(comm_, MakeCommunicator(comm));
     sync_pending_ = options_.world_size > 1;
     if (metrics_ != nullptr) {
@@ -228,11 +243,27 @@ class Trainer::Impl {
     optimizer_steps_ = c.optimizer_steps;
   }
 
+  // Moves every AdamW state tensor to `device` (a no-op for state already
+  // there): checkpoints and state messages hold CPU tensors, whatever device
+  // the parameters are on.
+  void MoveOptimizerState(const torch::Device& device) {
+    for (auto& [key, state] : optimizer_->state()) {
+      auto& adam = static_cast<torch::optim::AdamWParamState&>(*state);
+      adam.exp_avg(adam.exp_avg().to(device));
+      adam.exp_avg_sq(adam.exp_avg_sq().to(device));
+      if (adam.max_exp_avg_sq().defined()) adam.max_exp_avg_sq(adam.max_exp_avg_sq().to(device));
+    }
+  }
+  torch::Device ParameterDevice() { return model_->OutputWeight().device(); }
+
   absl::StatusOr<std::string> SerializeOptimizer() {
     std::string out;
     RETURN_IF_ERROR(Guarded("save optimizer", [&] {
       torch::serialize::OutputArchive archive;
+      const bool on_device = !ParameterDevice().is_cpu();
+      if (on_device) MoveOptimizerState(torch::kCPU);
       optimizer_->save(archive);
+      if (on_device) MoveOptimizerState(ParameterDevice());
       std::ostringstream stream;
       archive.save_to(stream);
       out = stream.str();
@@ -246,6 +277,7 @@ class Trainer::Impl {
       torch::serialize::InputArchive archive;
       archive.load_from(bytes.data(), bytes.size());
       optimizer_->load(archive);
+      if (!ParameterDevice().is_cpu()) MoveOptimizerState(ParameterDevice());
       return absl::OkStatus();
     });
   }
@@ -347,7 +379,16 @@ class Trainer::Impl {
                                           : torch::zeros({p.numel()}, p.options()));
     }
     torch::Tensor flat = torch::cat(pieces);
-    if (comm_->world_size() > 1) RETURN_IF_ERROR(comm_->AllReduceSum(flat));
+    if (comm_->world_size() > 1) {
+      if (flat.is_cuda() && comm_->backend() != "nccl") {
+        // Gloo here reduces CPU tensors: stage the gradient through the host.
+        torch::Tensor host = flat.to(torch::kCPU);
+        RETURN_IF_ERROR(comm_->AllReduceSum(host));
+        flat.copy_(host);
+      } else {
+        RETURN_IF_ERROR(comm_->AllReduceSum(flat));  // NCCL reduces CUDA tensors in place.
+      }
+    }
     const double norm = flat.norm().item<double>();
     const double clip = options_.optim.grad_clip;
     if (clip > 0 && std::isfinite(norm) && norm > clip) flat.mul_(clip / (norm + 1e-6));
@@ -436,6 +477,7 @@ class Trainer::Impl {
     return result;
   }
 
+  policy::Placement placement_;  // learner.device and model.compute_dtype, resolved.
   policy::Transformer reference_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<Checkpointer> checkpointer_;
