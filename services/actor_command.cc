@@ -15,12 +15,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
-#include "common/base/logging.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
 #include "common/metrics/metrics.h"
 #include "common/net/auth.h"
 #include "common/net/grpc_util.h"
+#include "services/command_reporter.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 
@@ -45,11 +45,6 @@ std::string DefaultActorId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   return absl::StrCat(host[0] != '\0' ? host : "actor", ":", getpid());
-}
-
-int Fail(const std::string& what) {
-  std::fprintf(stderr, "rlvr actor: %s\n", what.c_str());
-  return 2;
 }
 
 }  // namespace
@@ -94,18 +89,15 @@ int ActorCommand(int argc, char** argv) {
   flags.String("auth_token_file", &auth_token_file,
                "File with the learner's bearer token; empty = none.");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
-  if (learner.empty()) return Fail("--learner is required (host:port)");
-
-  LoggingOptions logging;
-  logging.program = "rlvr-actor";
-  InitLogging(logging);
+  const CommandReporter command("actor");
+  if (learner.empty()) return command.Fail("--learner is required (host:port)", 2);
 
   absl::StatusOr<RunConfig> config = LoadCommandConfig(config_path, overrides);
-  if (!config.ok()) return Fail(std::string(config.status().message()));
+  if (!config.ok()) return command.Fail(config.status(), 2);
   auto credentials = MakeChannelCredentials(tls_ca, tls_cert, tls_key);
-  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+  if (!credentials.ok()) return command.Fail(credentials.status(), 2);
   auto token = LoadToken(auth_token_file);
-  if (!token.ok()) return Fail(std::string(token.status().message()));
+  if (!token.ok()) return command.Fail(token.status(), 2);
 
   actor::ActorOptions options;
   options.learner_address = learner;
@@ -126,12 +118,12 @@ int ActorCommand(int argc, char** argv) {
     metrics_options.bind_address = listen_address;
     metrics_options.port = metrics_port;
     auto started = MetricsServer::Start(metrics_options, registry);
-    if (!started.ok()) return Fail(std::string(started.status().message()));
+    if (!started.ok()) return command.Fail(started.status(), 2);
     metrics = std::move(*started);
     std::printf("actor metrics on port %d\n", metrics->port());
   }
 
-  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) return Fail("pipe2 failed");
+  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) return command.Fail("pipe2 failed", 2);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
@@ -139,8 +131,8 @@ int ActorCommand(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
 
   auto actor = actor::Actor::Create(options, registry);
-  if (!actor.ok()) return Fail(std::string(actor.status().message()));
-  if (absl::Status s = (*actor)->Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (!actor.ok()) return command.Fail(actor.status(), 2);
+  if (absl::Status s = (*actor)->Start(); !s.ok()) return command.Fail(s, 2);
   if ((*actor)->health_port() > 0) {
     std::printf("actor health on port %d\n", (*actor)->health_port());
   }

@@ -10,7 +10,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/base/file_io.h"
-#include "common/base/logging.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
 #include "common/policy/evaluate.h"
@@ -18,6 +17,7 @@
 #include "common/policy/weights.h"
 #include "common/tasks/task.h"
 #include "common/tokenizer/tokenizer.h"
+#include "services/command_reporter.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 #include "services/policy_source.h"
@@ -54,17 +54,11 @@ int EvalCommand(int argc, char** argv) {
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
   flags.Int("show", &show, "Also print the first N prompts with their greedy completions.");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
-  LoggingOptions logging;
-  logging.program = "rlvr-eval";
-  InitLogging(logging);
-  auto fail = [](const absl::Status& s, int code) {
-    std::fprintf(stderr, "rlvr eval: %s\n", std::string(s.message()).c_str());
-    return code;
-  };
+  const CommandReporter command("eval");
   auto config = LoadCommandConfig(config_path, overrides);
-  if (!config.ok()) return fail(config.status(), 2);
+  if (!config.ok()) return command.Fail(config.status(), 2);
   if (split != "heldout" && split != "train") {
-    return fail(absl::InvalidArgumentError("--split must be heldout or train"), 2);
+    return command.Fail(absl::InvalidArgumentError("--split must be heldout or train"), 2);
   }
   // The built-in model's default weights are the pretrained base; a Hugging
   // Face model's are its own (model.hf_path).
@@ -76,21 +70,21 @@ int EvalCommand(int argc, char** argv) {
 
   torch::set_num_threads(std::max(1, threads));
   absl::StatusOr<CommandPolicy> loaded = LoadCommandPolicy(config->model, weights);
-  if (!loaded.ok()) return fail(loaded.status(), 1);
+  if (!loaded.ok()) return command.Fail(loaded.status(), 1);
   policy::Transformer* model = &loaded->model;
   const Tokenizer* tokenizer = loaded->resolved.tokenizer.get();
   TaskOptions task_options;
   task_options.max_prompt_tokens = MaxPromptTokens(*config);
   task_options.model_dir = config->model.hf_path;
   auto task = MakeTask(config->task, *tokenizer, task_options);
-  if (!task.ok()) return fail(task.status(), 2);
+  if (!task.ok()) return command.Fail(task.status(), 2);
   const uint64_t version = loaded->version;
   std::vector<Prompt> prompts = split == "heldout" ? (*task)->heldout() : (*task)->train();
   if (static_cast<int>(prompts.size()) > n_prompts) prompts.resize(n_prompts);
   const absl::Time t0 = absl::Now();
   auto result = policy::Evaluate(*model, *tokenizer, **task, prompts, k, temperature,
                                  max_new_tokens, static_cast<uint64_t>(seed));
-  if (!result.ok()) return fail(result.status(), 1);
+  if (!result.ok()) return command.Fail(result.status(), 1);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
 
   for (int i = 0; i < std::min<int>(show, result->greedy.size()); ++i) {
@@ -119,7 +113,7 @@ int EvalCommand(int argc, char** argv) {
                         {"policy_version", version},
                         {"seconds", seconds}};
     absl::Status written = WriteFileAtomically(json_path, j.dump(2) + "\n");
-    if (!written.ok()) return fail(written, 1);
+    if (!written.ok()) return command.Fail(written, 1);
   }
   return 0;
 }

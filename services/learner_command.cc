@@ -15,11 +15,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/base/logging.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
 #include "common/net/auth.h"
 #include "learner/learner.h"
+#include "services/command_reporter.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 
@@ -39,11 +39,6 @@ void OnStopSignal(int) {
   // A second signal while stopping exits at once.
   if (g_stop_signals > 0) _exit(1);
   g_stop_signals = 1;
-}
-
-int Fail(const std::string& what) {
-  std::fprintf(stderr, "rlvr learner: %s\n", what.c_str());
-  return 2;
 }
 
 // torch env:// contract: the variable if set, else `fallback`.
@@ -114,14 +109,12 @@ int LearnerCommand(int argc, char** argv) {
                "File with the bearer token callers must present; empty = none.");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
 
-  LoggingOptions logging;
-  logging.program = "rlvr-learner";
-  InitLogging(logging);
+  const CommandReporter command("learner");
 
   absl::StatusOr<RunConfig> config = LoadCommandConfig(config_path, overrides);
-  if (!config.ok()) return Fail(std::string(config.status().message()));
+  if (!config.ok()) return command.Fail(config.status(), 2);
   auto token = LoadToken(auth_token_file);
-  if (!token.ok()) return Fail(std::string(token.status().message()));
+  if (!token.ok()) return command.Fail(token.status(), 2);
 
   learner::LearnerOptions options;
   options.config = *config;

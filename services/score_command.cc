@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/base/logging.h"
 #include "common/base/status_macros.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
 #include "common/policy/placement.h"
 #include "common/policy/score.h"
+#include "services/command_reporter.h"
 #include "services/commands.h"
 #include "services/load_config.h"
 #include "services/policy_source.h"
@@ -87,33 +87,27 @@ int ScoreCommand(int argc, char** argv) {
   flags.String("device", &device, "auto, cpu, cuda or cuda:N (as actor.device).");
   flags.String("dtype", &dtype, "Compute dtype: float32, bfloat16 or auto (bfloat16 on CUDA).");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
-  LoggingOptions logging;
-  logging.program = "rlvr-score";
-  InitLogging(logging);
-  auto fail = [](const absl::Status& s, int code) {
-    std::fprintf(stderr, "rlvr score: %s\n", std::string(s.message()).c_str());
-    return code;
-  };
-  if (input.empty()) return fail(absl::InvalidArgumentError("--input is required"), 2);
+  const CommandReporter command("score");
+  if (input.empty()) return command.Fail(absl::InvalidArgumentError("--input is required"), 2);
   absl::StatusOr<RunConfig> config = config_path.empty() && overrides.empty()
                                          ? absl::StatusOr<RunConfig>(RunConfig())
                                          : LoadCommandConfig(config_path, overrides);
-  if (!config.ok()) return fail(config.status(), 2);
+  if (!config.ok()) return command.Fail(config.status(), 2);
   if (!model_dir.empty()) config->model.hf_path = model_dir;
   torch::set_num_threads(std::max(1, threads));
   if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16") {
-    return fail(absl::InvalidArgumentError("--dtype must be auto, float32 or bfloat16"), 2);
+    return command.Fail(absl::InvalidArgumentError("--dtype must be auto, float32 or bfloat16"), 2);
   }
   absl::StatusOr<policy::Placement> placement =
       policy::ResolvePlacement("--device", device, dtype, /*rank=*/0);
-  if (!placement.ok()) return fail(placement.status(), 2);
+  if (!placement.ok()) return command.Fail(placement.status(), 2);
   absl::StatusOr<CommandPolicy> loaded = LoadCommandPolicy(config->model, weights, *placement);
-  if (!loaded.ok()) return fail(loaded.status(), 1);
+  if (!loaded.ok()) return command.Fail(loaded.status(), 1);
 
   std::ifstream file;
   if (input != "-") {
     file.open(input);
-    if (!file) return fail(absl::NotFoundError(absl::StrCat("cannot open ", input)), 1);
+    if (!file) return command.Fail(absl::NotFoundError(absl::StrCat("cannot open ", input)), 1);
   }
   std::istream& in = input == "-" ? std::cin : file;
   std::string line;
@@ -123,9 +117,9 @@ int ScoreCommand(int argc, char** argv) {
     absl::StatusOr<policy::SequenceScore> score =
         ids.ok() ? policy::ScoreSequence(loaded->model, *ids) : ids.status();
     if (!score.ok()) {
-      return fail(absl::InvalidArgumentError(
-                      absl::StrCat(input, ":", line_no, ": ", score.status().message())),
-                  1);
+      return command.Fail(absl::InvalidArgumentError(
+                              absl::StrCat(input, ":", line_no, ": ", score.status().message())),
+                          1);
     }
     nlohmann::json out = {{"ids", *ids}, {"logprobs", score->logprobs}, {"greedy", score->greedy}};
     std::printf("%s\n", out.dump().c_str());

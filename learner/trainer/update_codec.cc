@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "rlvr/v1/trainer_sync.pb.h"
@@ -45,41 +46,21 @@ TrainerCounters FromProto(const rlvr::v1::TrainerCounters& p) {
   return {p.step(), p.version(), p.optimizer_steps()};
 }
 
-void ToProto(const BatchStats& s, rlvr::v1::SyncBatchStats* p) {
-  p->set_groups_in(s.groups_in);
-  p->set_groups_zero_variance(s.groups_zero_variance);
-  p->set_groups_dropped_zero_variance(s.groups_dropped_zero_variance);
-  p->set_groups_dropped_balance(s.groups_dropped_balance);
-  p->set_groups_used(s.groups_used);
-  p->set_rollouts_in(s.rollouts_in);
-  p->set_rollouts_used(s.rollouts_used);
-  p->set_rollouts_dropped_balance(s.rollouts_dropped_balance);
-  p->set_positive_rollouts(s.positive_rollouts);
-  p->set_negative_rollouts(s.negative_rollouts);
-  p->set_reward_mean(s.reward_mean);
-  p->set_accuracy(s.accuracy);
-  p->set_zero_variance_fraction(s.zero_variance_fraction);
-  p->set_max_step_imbalance(s.max_step_imbalance);
-}
-
-BatchStats FromProto(const rlvr::v1::SyncBatchStats& p) {
-  BatchStats s;
-  s.groups_in = p.groups_in();
-  s.groups_zero_variance = p.groups_zero_variance();
-  s.groups_dropped_zero_variance = p.groups_dropped_zero_variance();
-  s.groups_dropped_balance = p.groups_dropped_balance();
-  s.groups_used = p.groups_used();
-  s.rollouts_in = p.rollouts_in();
-  s.rollouts_used = p.rollouts_used();
-  s.rollouts_dropped_balance = p.rollouts_dropped_balance();
-  s.positive_rollouts = p.positive_rollouts();
-  s.negative_rollouts = p.negative_rollouts();
-  s.reward_mean = p.reward_mean();
-  s.accuracy = p.accuracy();
-  s.zero_variance_fraction = p.zero_variance_fraction();
-  s.max_step_imbalance = p.max_step_imbalance();
-  return s;
-}
+// BatchStats's members as the header carries them (stats_counts,
+// stats_means): append only, never reorder.
+constexpr int64_t BatchStats::*kStatsCounts[] = {&BatchStats::groups_in,
+                                                 &BatchStats::groups_zero_variance,
+                                                 &BatchStats::groups_dropped_zero_variance,
+                                                 &BatchStats::groups_dropped_balance,
+                                                 &BatchStats::groups_used,
+                                                 &BatchStats::rollouts_in,
+                                                 &BatchStats::rollouts_used,
+                                                 &BatchStats::rollouts_dropped_balance,
+                                                 &BatchStats::positive_rollouts,
+                                                 &BatchStats::negative_rollouts};
+constexpr double BatchStats::*kStatsMeans[] = {&BatchStats::reward_mean, &BatchStats::accuracy,
+                                               &BatchStats::zero_variance_fraction,
+                                               &BatchStats::max_step_imbalance};
 
 template <typename T, typename Repeated>
 void AssignTo(std::vector<T>* out, const Repeated& in) {
@@ -129,7 +110,8 @@ std::string EncodeUpdateMessage(const UpdateMessage& m) {
       AssignFrom(psg->mutable_advantages(), sg.advantages);
     }
   }
-  ToProto(m.plan.stats, h.mutable_stats());
+  for (auto member : kStatsCounts) h.add_stats_counts(m.plan.stats.*member);
+  for (auto member : kStatsMeans) h.add_stats_means(m.plan.stats.*member);
 
   const size_t header = h.ByteSizeLong();
   std::string out;
@@ -227,7 +209,16 @@ absl::StatusOr<UpdateMessage> DecodeUpdateMessage(absl::string_view bytes) {
       if (sg.advantages.size() != sg.rollouts.size()) return bad("advantages");
     }
   }
-  m.plan.stats = FromProto(h.stats());
+  if (h.stats_counts_size() != static_cast<int>(std::size(kStatsCounts)) ||
+      h.stats_means_size() != static_cast<int>(std::size(kStatsMeans))) {
+    return bad("stats");
+  }
+  for (size_t i = 0; i < std::size(kStatsCounts); ++i) {
+    m.plan.stats.*kStatsCounts[i] = h.stats_counts(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < std::size(kStatsMeans); ++i) {
+    m.plan.stats.*kStatsMeans[i] = h.stats_means(static_cast<int>(i));
+  }
   return m;
 }
 

@@ -94,9 +94,9 @@ class ChaosTest : public ::testing::Test {
         << (dir_ / "base.rlvrw").string()
         << "}\n"
            "sampling: {max_new_tokens: 4}\n"
-           "actor: {group_size: 4, max_batch_prompts: 2, threads: 1,"
+           "actor: {max_batch_prompts: 2, threads: 1,"
            " reconnect_initial_s: 0.05, reconnect_max_s: 0.5}\n"
-           "learner: {groups_per_update: "
+           "learner: {group_size: 4, groups_per_update: "
         << kGroupsPerUpdate
         << ", buffer_groups: 16, lease_timeout_s: 3, max_policy_lag: 1,"
            " checkpoint_every: 1, threads: 1}\n"
@@ -422,9 +422,9 @@ TEST_F(ChaosTest, HungActorSlowsSynchronousTrainingBoundedly) {
         << (dir_ / "base.rlvrw").string()
         << "}\n"
            "sampling: {max_new_tokens: 4}\n"
-           "actor: {group_size: 4, max_batch_prompts: 4, threads: 1,"
+           "actor: {max_batch_prompts: 4, threads: 1,"
            " reconnect_initial_s: 0.05, reconnect_max_s: 0.5}\n"
-           "learner: {groups_per_update: "
+           "learner: {group_size: 4, groups_per_update: "
         << kGroupsPerUpdate
         << ", buffer_groups: 16, lease_timeout_s: 2, max_policy_lag: 0,"
            " checkpoint_every: 0, threads: 1}\n"

@@ -74,8 +74,8 @@ TEST(LoadTest, ManySessionsNoInvalidAcceptedMemoryBoundedLearnerHealthy) {
         << (dir / "no_base.rlvrw").string()
         << "}\n"
            "sampling: {max_new_tokens: 8}\n"
-           "actor: {group_size: 4}\n"
-           "learner: {groups_per_update: 32, buffer_groups: 1024, lease_timeout_s: 30,"
+           "learner: {group_size: 4, groups_per_update: 32, buffer_groups: 1024, lease_timeout_s: "
+           "30,"
            " max_policy_lag: 4, checkpoint_every: 0, threads: 1, max_sessions: "
         << sessions + 16
         << "}\n"
