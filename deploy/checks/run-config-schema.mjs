@@ -71,6 +71,10 @@ export function loadRunConfigSchema(ccPath) {
     if (m[1] === "Enum") entry.allowed = [...(a[2] ?? "").matchAll(/"([^"]*)"/g)].map((x) => x[1]);
     schema.set(key, entry);
   }
+  // An earlier name of a key (s->Renamed("old", "new")) is checked as the new one.
+  for (const r of src.matchAll(/\bs->Renamed\(\s*"([^"]+)"\s*,\s*"([^"]+)"\s*\)/g)) {
+    if (schema.has(r[2])) schema.set(r[1], schema.get(r[2]));
+  }
   if (schema.size < 10) throw new Error(`could not read the run-config schema from ${ccPath} (${schema.size} keys)`);
   return schema;
 }
