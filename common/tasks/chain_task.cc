@@ -1,10 +1,13 @@
 #include "common/tasks/chain_task.h"
 
-#include <unordered_set>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/tasks/expression_draw.h"
 
 namespace rlvr {
@@ -46,20 +49,7 @@ std::string ChainCompletion(const std::vector<int64_t>& operands, const std::str
 }
 
 absl::StatusOr<std::unique_ptr<Task>> MakeChainTask(const TaskConfig& c) {
-  if (c.ops.empty()) return absl::InvalidArgumentError("task.ops: empty");
-  for (char op : c.ops) {
-    if (op != '+' && op != '-') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("task.ops: chain supports + and - only, got '", std::string(1, op), "'"));
-    }
-  }
-  if (c.min_digits < 1 || c.max_digits < c.min_digits || c.max_digits > 9) {
-    return absl::InvalidArgumentError("task: need 1 <= min_digits <= max_digits <= 9");
-  }
-  if (c.num_terms < 2) return absl::InvalidArgumentError("task.num_terms: must be >= 2");
-  if (c.train_size < 0 || c.heldout_size < 0) {
-    return absl::InvalidArgumentError("task: sizes must be >= 0");
-  }
+  RETURN_IF_ERROR(CheckExpressionConfig(c, "+-", "chain supports + and - only, got", 9));
   const double space = ExpressionSpace(c);
   const long long needed = static_cast<long long>(c.train_size) + c.heldout_size;
   // Distinct draws get slow near the size of the space; require 2x headroom.
@@ -70,16 +60,10 @@ absl::StatusOr<std::unique_ptr<Task>> MakeChainTask(const TaskConfig& c) {
                      "least twice train_size + heldout_size = ",
                      needed));
   }
-  ExpressionDrawer draw(c);
-  std::unordered_set<std::string> seen;
-  std::vector<Prompt> all;
-  all.reserve(static_cast<size_t>(needed));
-  while (static_cast<long long>(all.size()) < needed) {
-    DrawnExpression e = draw.Next();
-    if (!seen.insert(e.text).second) continue;
-    std::string answer = ChainCompletion(e.operands, e.ops);
-    all.push_back(Prompt{"", std::move(e.text), std::move(answer)});
-  }
+  ASSIGN_OR_RETURN(std::vector<Prompt> all,
+                   DrawDistinctPrompts(c, needed, [](const DrawnExpression& e) {
+                     return std::optional<std::string>(ChainCompletion(e.operands, e.ops));
+                   }));
   auto [train, heldout] = SplitDrawnPrompts(std::move(all), c.train_size);
   return std::unique_ptr<Task>(std::make_unique<ChainTask>(std::move(train), std::move(heldout)));
 }

@@ -1,6 +1,7 @@
 #include "common/tasks/expression_draw.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,6 +14,48 @@ int64_t LowestOperand(int digits) {
 int64_t HighestOperand(int digits) { return static_cast<int64_t>(std::pow(10, digits)) - 1; }
 
 }  // namespace
+
+absl::Status CheckExpressionConfig(const TaskConfig& c, absl::string_view allowed_ops,
+                                   absl::string_view op_error, int max_digits_cap) {
+  if (c.ops.empty()) return absl::InvalidArgumentError("task.ops: empty");
+  for (char op : c.ops) {
+    if (allowed_ops.find(op) == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.ops: ", op_error, " '", std::string(1, op), "'"));
+    }
+  }
+  if (c.min_digits < 1 || c.max_digits < c.min_digits || c.max_digits > max_digits_cap) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task: need 1 <= min_digits <= max_digits <= ", max_digits_cap));
+  }
+  if (c.num_terms < 2) return absl::InvalidArgumentError("task.num_terms: must be >= 2");
+  if (c.train_size < 0 || c.heldout_size < 0) {
+    return absl::InvalidArgumentError("task: sizes must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Prompt>> DrawDistinctPrompts(
+    const TaskConfig& c, int64_t needed,
+    const std::function<std::optional<std::string>(const DrawnExpression&)>& answer) {
+  ExpressionDrawer draw(c);
+  std::unordered_set<std::string> seen;
+  std::vector<Prompt> all;
+  all.reserve(static_cast<size_t>(needed));
+  const int64_t max_attempts = 200 * needed + 1000000;
+  for (int64_t attempt = 0; static_cast<int64_t>(all.size()) < needed; ++attempt) {
+    if (attempt >= max_attempts) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task: could not draw ", needed, " distinct expressions (space too small)"));
+    }
+    DrawnExpression e = draw.Next();
+    std::optional<std::string> a = answer(e);
+    if (!a.has_value()) continue;
+    if (!seen.insert(e.text).second) continue;
+    all.push_back(Prompt{"", std::move(e.text), *std::move(a)});
+  }
+  return all;
+}
 
 double ExpressionSpace(const TaskConfig& c) {
   double operands = 0;

@@ -73,20 +73,7 @@ class FixedTask final : public Task {
 };
 
 absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
-  if (c.ops.empty()) return absl::InvalidArgumentError("task.ops: empty");
-  for (char op : c.ops) {
-    if (op != '+' && op != '-' && op != '*') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("task.ops: unsupported operator '", std::string(1, op), "'"));
-    }
-  }
-  if (c.min_digits < 1 || c.max_digits < c.min_digits || c.max_digits > 18) {
-    return absl::InvalidArgumentError("task: need 1 <= min_digits <= max_digits <= 18");
-  }
-  if (c.num_terms < 2) return absl::InvalidArgumentError("task.num_terms: must be >= 2");
-  if (c.train_size < 0 || c.heldout_size < 0) {
-    return absl::InvalidArgumentError("task: sizes must be >= 0");
-  }
+  RETURN_IF_ERROR(CheckExpressionConfig(c, "+-*", "unsupported operator", 18));
   const double space = ExpressionSpace(c);
   const int64_t needed = int64_t{c.train_size} + c.heldout_size;
   if (space < double(needed)) {
@@ -96,22 +83,13 @@ absl::StatusOr<std::unique_ptr<Task>> MakeArithmetic(const TaskConfig& c) {
                      "train_size + heldout_size = ",
                      needed));
   }
-  ExpressionDrawer draw(c);
-  std::unordered_set<std::string> seen;
-  std::vector<Prompt> all;
-  all.reserve(needed);
-  const int64_t max_attempts = 200 * needed + 1000000;
-  for (int64_t attempt = 0; int64_t(all.size()) < needed; ++attempt) {
-    if (attempt >= max_attempts) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("task: could not draw ", needed, " distinct expressions (space too small)"));
-    }
-    DrawnExpression e = draw.Next();
-    int64_t result;
-    if (!EvalExpression(e.operands, e.ops, &result)) continue;
-    if (!seen.insert(e.text).second) continue;
-    all.push_back(Prompt{"", std::move(e.text), absl::StrCat(result)});
-  }
+  ASSIGN_OR_RETURN(std::vector<Prompt> all,
+                   DrawDistinctPrompts(c, needed, [](const DrawnExpression& e) {
+                     int64_t result;
+                     return EvalExpression(e.operands, e.ops, &result)
+                                ? std::optional<std::string>(absl::StrCat(result))
+                                : std::nullopt;
+                   }));
   auto [train, heldout] = SplitDrawnPrompts(std::move(all), c.train_size);
   return std::unique_ptr<Task>(
       std::make_unique<FixedTask>("arithmetic", std::move(train), std::move(heldout)));
