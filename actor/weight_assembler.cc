@@ -140,7 +140,7 @@ absl::Status ParseWeightChunkWire(const std::vector<grpc::Slice>& slices, Weight
 
 absl::Status WeightAssembler::Fail(absl::Status status) {
   failed_ = true;
-  blob_.clear();
+  filled_ = 0;
   return status;
 }
 
@@ -186,15 +186,19 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
     total_bytes_ = chunk.total_bytes;
     blob_crc32_ = chunk.blob_crc32;  // 0: not sent before the last chunk.
     running_crc32_ = 0;
-    if (spare_.capacity() >= total_bytes_) {
-      blob_ = std::move(spare_);
-      spare_ = std::string();
-      blob_.clear();  // Keeps the capacity: pages already faulted in.
-    } else {
-      blob_.clear();
+    // The buffer: the larger of a recycled one and the one a reset
+    // transfer left behind, sized to the blob without writing to it where
+    // its bytes already exist (its pages were faulted in by an earlier
+    // transfer or by Reserve).
+    if (spare_.capacity() > blob_.capacity()) blob_.swap(spare_);
+    spare_ = std::string();
+    if (blob_.capacity() < total_bytes_) {
+      blob_ = std::string();
       blob_.reserve(total_bytes_);
       AdviseHugePages(blob_.data(), blob_.capacity());
     }
+    blob_.resize(total_bytes_);
+    filled_ = 0;
   } else if (chunk.version != version_ || chunk.total_bytes != total_bytes_ ||
              (blob_crc32_ != 0 && chunk.blob_crc32 != 0 && chunk.blob_crc32 != blob_crc32_)) {
     return Fail(absl::InvalidArgumentError(
@@ -204,28 +208,25 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
   } else if (blob_crc32_ == 0) {
     blob_crc32_ = chunk.blob_crc32;
   }
-  if (chunk.offset != blob_.size()) {
+  if (chunk.offset != filled_) {
     return Fail(absl::DataLossError(absl::StrCat("version ", version_, ": chunk offset ",
-                                                 chunk.offset, ", expected ", blob_.size())));
+                                                 chunk.offset, ", expected ", filled_)));
   }
   size_t len = 0;
   for (std::string_view piece : data) len += piece.size();
-  if (len > total_bytes_ - blob_.size()) {
+  if (len > total_bytes_ - filled_) {
     return Fail(absl::DataLossError(absl::StrCat("version ", version_, ": chunk at ", chunk.offset,
                                                  " overruns total ", total_bytes_)));
   }
-  // Checksum each 64 KiB of a piece, then copy it while it is still in the
-  // L2 cache (a gRPC slice can be megabytes: checksumming it whole first
-  // would read it from memory twice). A bad chunk fails the whole transfer,
-  // so appending before the check is safe.
-  constexpr size_t kBlock = 64 << 10;
+  // One pass per piece: each block is checksummed and copied while it is
+  // in the L1 cache. A blob far larger than the caches is written around
+  // them (it is read again only when the whole version is loaded). A bad
+  // chunk fails the whole transfer, so copying before the check is safe.
+  const bool stream = total_bytes_ >= kStreamBlobBytes;
   uint32_t crc = 0;
   for (std::string_view piece : data) {
-    for (size_t at = 0; at < piece.size(); at += kBlock) {
-      std::string_view block = piece.substr(at, kBlock);
-      crc = Crc32(block, crc);
-      blob_.append(block.data(), block.size());
-    }
+    crc = Crc32Copy(piece, blob_.data() + filled_, crc, stream);
+    filled_ += piece.size();
   }
   if (crc != chunk.chunk_crc32) {
     return Fail(absl::DataLossError(
@@ -234,11 +235,11 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
   // The whole-blob CRC follows from the chunk CRCs without a second pass.
   running_crc32_ =
       static_cast<uint32_t>(crc32_combine(running_crc32_, crc, static_cast<z_off_t>(len)));
-  const bool full = blob_.size() == total_bytes_;
+  const bool full = filled_ == total_bytes_;
   if (chunk.last != full) {
     return Fail(
         absl::DataLossError(absl::StrCat("version ", version_, ": last flag ", chunk.last, " with ",
-                                         blob_.size(), " of ", total_bytes_, " bytes")));
+                                         filled_, " of ", total_bytes_, " bytes")));
   }
   if (full) {
     // The last chunk's blob CRC is authoritative (earlier chunks may carry it
@@ -270,7 +271,6 @@ void WeightAssembler::Reserve(uint64_t bytes) {
   buffer.reserve(bytes);
   AdviseHugePages(buffer.data(), buffer.capacity());
   buffer.resize(bytes);  // Writes every page: the faults happen here.
-  buffer.clear();        // Keeps the capacity.
   spare_ = std::move(buffer);
 }
 
@@ -282,7 +282,7 @@ void WeightAssembler::Reset() {
   total_bytes_ = 0;
   blob_crc32_ = 0;
   running_crc32_ = 0;
-  blob_.clear();
+  filled_ = 0;
 }
 
 }  // namespace rlvr::actor

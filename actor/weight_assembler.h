@@ -107,8 +107,14 @@ class WeightAssembler {
   uint64_t total_bytes_ = 0;
   uint32_t blob_crc32_ = 0;
   uint32_t running_crc32_ = 0;
+  // Blobs of at least this size are written with non-temporal stores.
+  static constexpr uint64_t kStreamBlobBytes = uint64_t{16} << 20;
+
+  // The transfer's buffer, sized to total_bytes_ at its first chunk; bytes
+  // [0, filled_) are received and checked.
   std::string blob_;
-  std::string spare_;  // A recycled buffer (capacity only), or empty.
+  uint64_t filled_ = 0;
+  std::string spare_;  // A recycled buffer, or empty.
 };
 
 }  // namespace rlvr::actor

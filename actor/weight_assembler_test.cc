@@ -124,6 +124,35 @@ TEST(WeightAssemblerTest, ReservedBufferReceivesTheFirstVersion) {
   EXPECT_GE(out->capacity(), size_t{1} << 20);
 }
 
+// Blobs of kStreamBlobBytes and more are copied with non-temporal stores:
+// the same bytes arrive, in chunks of odd sizes, into a fresh buffer, a
+// recycled larger one (then holding a shorter blob) and after a failed
+// transfer that wrote part of the buffer.
+TEST(WeightAssemblerTest, LargeBlobsArriveExactlyInFreshRecycledAndReusedBuffers) {
+  std::string big(size_t{17} << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::string smaller = big.substr(3, (size_t{16} << 20) + 5);
+  for (char& c : smaller) c = static_cast<char>(c ^ 0x33);
+  WeightAssembler a;
+  for (const auto& c : Chunks(big, 1, (1 << 20) - 3)) ASSERT_TRUE(a.Add(c).ok());
+  absl::StatusOr<std::string> out = a.TakeBlob();
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(*out == big);
+  a.Recycle(*std::move(out));
+
+  auto chunks = Chunks(smaller, 2, 777777);
+  ASSERT_TRUE(a.Add(chunks[0]).ok());
+  rlvr::v1::WeightChunk bad = chunks[1];
+  bad.mutable_data()->at(5) ^= 1;
+  EXPECT_EQ(a.Add(bad).code(), absl::StatusCode::kDataLoss);
+  a.Reset();
+  for (const auto& c : chunks) ASSERT_TRUE(a.Add(c).ok());
+  out = a.TakeBlob();
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->size(), smaller.size());
+  EXPECT_TRUE(*out == smaller);
+}
+
 TEST(WeightAssemblerTest, RejectsBadChunkCrc) {
   auto chunks = Chunks(TestBlob(), 1, 128);
   chunks[2].mutable_data()->at(5) ^= 1;

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -208,6 +209,58 @@ uint32_t Crc32Using(Crc32Path path, std::string_view data, uint32_t crc) {
 
 uint32_t Crc32(std::string_view data, uint32_t crc) {
   return internal::Crc32Using(internal::Crc32Path::kVector512, data, crc);
+}
+
+namespace {
+
+// memcpy with non-temporal stores for the 16-byte-aligned body of `dst`
+// (SSE2, which every x86-64 CPU has); a plain memcpy elsewhere.
+void StreamCopy(char* dst, const char* src, size_t n) {
+#if defined(__x86_64__)
+  const size_t head = std::min(n, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  n -= head;
+  for (; n >= 64; dst += 64, src += 64, n -= 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
+  }
+  for (; n >= 16; dst += 16, src += 16, n -= 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
+}  // namespace
+
+uint32_t Crc32Copy(std::string_view src, char* dst, uint32_t crc, bool stream) {
+  // Half of the smallest common L1 data cache (32 KiB): the block is still
+  // there when it is copied.
+  constexpr size_t kBlock = 16 << 10;
+  for (size_t at = 0; at < src.size(); at += kBlock) {
+    const std::string_view block = src.substr(at, kBlock);
+    crc = Crc32(block, crc);
+    if (stream) {
+      StreamCopy(dst + at, block.data(), block.size());
+    } else {
+      std::memcpy(dst + at, block.data(), block.size());
+    }
+  }
+#if defined(__x86_64__)
+  // Non-temporal stores are weakly ordered: make them visible before the
+  // caller publishes the data to another thread.
+  if (stream) _mm_sfence();
+#endif
+  return crc;
 }
 
 }  // namespace rlvr

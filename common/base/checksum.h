@@ -11,6 +11,15 @@ namespace rlvr {
 // CRC-32 of `data`, continuing from `crc` (0 to start a new checksum).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
+// The same CRC of `src`, and `src` copied to `dst` in the same pass: each
+// block is checksummed and then copied while it is still in the L1 cache,
+// so `src` is read from memory once. With `stream`, the copy goes around
+// the caches (non-temporal stores), which spares reading every destination
+// line in before it is overwritten: for destinations much larger than the
+// caches that are not read again at once (a weight blob of hundreds of MB).
+// `src` and `dst` must not overlap.
+uint32_t Crc32Copy(std::string_view src, char* dst, uint32_t crc, bool stream);
+
 namespace internal {
 // The implementations Crc32 picks from (the fastest the CPU runs), forced:
 // for tests that compare them on any machine. Each vector path falls back to

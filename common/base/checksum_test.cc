@@ -69,5 +69,34 @@ TEST(ChecksumTest, PiecesChainLikeOneCall) {
   EXPECT_EQ(chained, whole);
 }
 
+// The copying CRC gives Crc32's value and an exact copy, streamed or not,
+// for lengths around its block size and the vector widths and for every
+// alignment of source and destination; it writes nothing outside dst.
+TEST(ChecksumTest, CopyingCrcMatchesCrcAndCopiesExactly) {
+  std::mt19937_64 rng(11);
+  std::string src(100000, '\0');
+  for (char& c : src) c = static_cast<char>(rng());
+  // Around the vector widths and the 16 KiB block, and a long run.
+  const size_t kLengths[] = {0,   1,    15,    16,    17,    63,    64,    65,   255,
+                             256, 4097, 16383, 16384, 16385, 40000, 65537, 99936};
+  for (size_t len : kLengths) {
+    for (size_t src_off : {0, 3, 16}) {
+      for (size_t dst_off : {0, 1, 8, 31}) {
+        for (bool stream : {false, true}) {
+          const uint32_t seed = static_cast<uint32_t>(rng());
+          std::string dst(len + dst_off + 32, '\x5c');
+          const std::string_view in(src.data() + src_off, len);
+          ASSERT_EQ(Crc32Copy(in, dst.data() + dst_off, seed, stream), Crc32(in, seed))
+              << "len " << len << " src_off " << src_off << " dst_off " << dst_off;
+          ASSERT_EQ(std::string_view(dst.data() + dst_off, len), in)
+              << "len " << len << " src_off " << src_off << " dst_off " << dst_off;
+          ASSERT_EQ(dst.find_first_not_of('\x5c'), len == 0 ? std::string::npos : dst_off);
+          ASSERT_EQ(dst.find_last_not_of('\x5c'), len == 0 ? std::string::npos : dst_off + len - 1);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rlvr
