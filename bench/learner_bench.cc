@@ -689,8 +689,8 @@ int main(int argc, char** argv) {
       "   connection sends the %zu MiB blob in %zu KiB pieces, received either into its\n"
       "   own %zu MiB buffer, faulted in before the clock (\"kept\": the receiver ends with\n"
       "   the version, as a watcher must; the ratios the target applies to) or into one\n"
-      "   reused %zu KiB buffer whose bytes are dropped (\"dropped\": the baseline of the\n"
-      "   figures before 2026-11-27, printed for comparison))\n",
+      "   reused %zu KiB buffer whose bytes are dropped (\"dropped\": the only baseline\n"
+      "   up to commit 11c9c6f, printed for comparison))\n",
       kFanoutVersions, blob_mb, WeightPublisher::kMaxChunkBytes >> 10, blob_mb,
       WeightPublisher::kMaxChunkBytes >> 10);
   RunFanout(8 << 20, 1);  // Warm-up.
