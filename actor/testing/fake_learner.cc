@@ -79,6 +79,11 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
     s->capacity = std::max(1, in.hello().capacity());
     s->batches = options_.batch_messages && in.hello().batch_messages();
     LearnerMessage welcome;
+    // The Welcome is the session's first message, as the real learner
+    // guarantees: holding the session's write lock while it becomes visible
+    // keeps a concurrent PublishWeights (which writes WeightsAvailable to
+    // every session) from writing before it. Lock order: write_mu, then mu_.
+    std::unique_lock<std::mutex> welcome_first(s->write_mu);
     {
       std::lock_guard<std::mutex> lock(mu_);
       sessions_.insert(s);
@@ -93,8 +98,9 @@ class FakeLearner::Impl final : public rlvr::v1::SessionService::Service,
       w->set_max_message_bytes(16 << 20);
       w->set_batch_messages(options_.batch_messages);
     }
+    stream->Write(welcome);
+    welcome_first.unlock();
     cv_.notify_all();
-    s->Write(welcome);
     TopUp(*s);
 
     while (stream->Read(&in)) {
