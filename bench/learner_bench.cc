@@ -3,7 +3,8 @@
 //  1. rollout ingest: actors' RolloutGroups (G=8 x 256-token completions)
 //     through SessionService (validation, buffering, Acks, new leases), one
 //     group per message and in RolloutBatches of B groups, vs the same bytes
-//     pushed through one raw TCP connection per stream;
+//     pushed through one raw TCP connection per stream; the actors (and the
+//     raw senders) run in a second process, as actors do, forked at start;
 //  2. weight fan-out: one 100 MB version to 1, 4 and 8 WatchWeights streams
 //     vs one raw TCP copy of 100 MB per watcher, all at once, each received
 //     into a buffer of its own (the receiver keeps the version, as a watcher
@@ -21,12 +22,15 @@
 //
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
 //                      [--only ingest|fanout] [--unbatched 0|1] [--pool 0|1]
-//                      [--watchers W]
+//                      [--watchers W] [--actors_in_process 0|1]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -198,56 +202,81 @@ rlvr::v1::ActorMessage TemplateGroup() {
 
 struct IngestFigures {
   double seconds = 0;
-  double cpu_seconds = 0;  // Process CPU time (client and server).
-  long faults = 0;         // Minor page faults in the timed window.
+  // CPU and minor page faults, in the timed window, of the process that
+  // drives the actors (with the actors in the learner's process: both ends).
+  double cpu_seconds = 0;
+  long faults = 0;
+  double learner_cpu_seconds = 0;  // The learner's process, connecting included.
   size_t groups = 0;
   size_t bytes = 0;
 };
 
-// One actor stream as the actor drives it (actor/actor.cc): a reader thread
-// takes leases (LeaseBatch or WorkLease) and acks; the "generation" thread
-// takes up to `batch` leases, makes their groups and hands them to the
-// Outbox packed by actor::PackGroups; a writer thread drains the Outbox.
-// batch == 1 plays an older actor: no batch_messages, one group per message.
-IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
-  LearnerMetrics metrics(std::make_shared<prometheus::Registry>());
-  IngestOptions o;
-  o.group_size = kGroupSize;
-  o.sampling.max_new_tokens = kTokens;
-  o.max_policy_lag = 1 << 20;  // Versions never advance here.
-  o.buffer_groups = 512;
-  o.groups_per_update = 64;
-  o.lease_timeout_s = 600;
-  o.max_message_bytes = 16 << 20;
-  o.vocab_size = 99;
-  o.eos_id = 2;
-  std::vector<LeasePrompt> prompts;
-  for (int i = 0; i < 4096; ++i) prompts.push_back({"p" + std::to_string(i), {1, 20, 21, 30}, "1"});
-  Ingest ingest(o, prompts, &metrics);
-  MemoryReleaser releaser;  // As the learner wires it (learner/learner.cc).
-  SessionServiceOptions session_options;
-  session_options.memory_releaser = &releaser;
-  SessionServiceImpl service(&ingest, nullptr, session_options);
-  GrpcServerOptions so;
-  auto started = StartGrpcServer(so, {&service});
-  if (!started.ok()) {
-    std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
-    std::exit(1);
-  }
-  ingest.Start();
-  ingest.Publish(1);
-
-  // The "trainer": drains the buffer as fast as it fills.
-  std::atomic<bool> stop{false};
-  std::thread drain([&] {
-    while (!stop) {
-      auto groups = ingest.WaitForUpdate([&] { return stop.load(); });
-      if (!groups.ok()) break;
-      ingest.CompleteUpdate(*groups);
-      ingest.RecycleGroups(*std::move(groups));  // As the learner's loop does.
+// The learner's side of an ingest run, as learner/learner.cc wires it:
+// Ingest, SessionService on a gRPC server, and a "trainer" that drains the
+// buffer as fast as it fills.
+class IngestLearner {
+ public:
+  IngestLearner() : metrics_(std::make_shared<prometheus::Registry>()) {
+    IngestOptions o;
+    o.group_size = kGroupSize;
+    o.sampling.max_new_tokens = kTokens;
+    o.max_policy_lag = 1 << 20;  // Versions never advance here.
+    o.buffer_groups = 512;
+    o.groups_per_update = 64;
+    o.lease_timeout_s = 600;
+    o.max_message_bytes = 16 << 20;
+    o.vocab_size = 99;
+    o.eos_id = 2;
+    std::vector<LeasePrompt> prompts;
+    for (int i = 0; i < 4096; ++i)
+      prompts.push_back({"p" + std::to_string(i), {1, 20, 21, 30}, "1"});
+    ingest_ = std::make_unique<Ingest>(o, prompts, &metrics_);
+    SessionServiceOptions session_options;
+    session_options.memory_releaser = &releaser_;  // As the learner wires it.
+    service_ = std::make_unique<SessionServiceImpl>(ingest_.get(), nullptr, session_options);
+    GrpcServerOptions so;
+    auto started = StartGrpcServer(so, {service_.get()});
+    if (!started.ok()) {
+      std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
+      std::exit(1);
     }
-  });
+    server_ = std::move(*started);
+    ingest_->Start();
+    ingest_->Publish(1);
+    drain_ = std::thread([this] {
+      while (!stop_) {
+        auto groups = ingest_->WaitForUpdate([this] { return stop_.load(); });
+        if (!groups.ok()) break;
+        ingest_->CompleteUpdate(*groups);
+        ingest_->RecycleGroups(*std::move(groups));  // As the learner's loop does.
+      }
+    });
+  }
+  ~IngestLearner() {
+    stop_ = true;
+    ingest_->Stop();
+    drain_.join();
+    server_.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  int port() const { return server_.port; }
 
+ private:
+  LearnerMetrics metrics_;
+  MemoryReleaser releaser_;
+  std::unique_ptr<Ingest> ingest_;
+  std::unique_ptr<SessionServiceImpl> service_;
+  StartedServer server_;
+  std::atomic<bool> stop_{false};
+  std::thread drain_;
+};
+
+// `actors` actor streams to the learner at `port`, each as the actor drives
+// it (actor/actor.cc): a reader thread takes leases (LeaseBatch or
+// WorkLease) and acks; the "generation" thread takes up to `batch` leases,
+// makes their groups and hands them to the Outbox packed by
+// actor::PackGroups; a writer thread drains the Outbox. batch == 1 plays an
+// older actor: no batch_messages, one group per message.
+IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int batch, bool pool) {
   // What generation hands over: each completion's sampled ids and log-probs
   // (actor/rollout.cc builds its groups from them). With `pool`, each actor
   // builds every group from them when it is finished, in a group from its
@@ -280,7 +309,7 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
     clients.emplace_back([&, a] {
       grpc::ChannelArguments args;
       args.SetInt("rlvr.bench_actor", a);  // A connection per actor.
-      auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(started->port),
+      auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
                                                grpc::InsecureChannelCredentials(), args);
       grpc::ClientContext ctx;
       auto stream = actor::OpenSession(channel.get(), &ctx);
@@ -410,11 +439,186 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool) {
   f.faults = faults1 - faults0;
   f.groups = acked.load();
   f.bytes = bytes.load();
-  stop = true;
-  ingest.Stop();
-  drain.join();
-  started->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return f;
+}
+
+// --- The actors' process -------------------------------------------------
+
+// Actors run in processes of their own (pods, in a deployment), and gRPC's
+// pollers, callback threads and allocator heaps are per process. With both
+// ends in one process, the learner's callback threads and the actor's
+// threads poll one epoll set, so whichever thread polls does either side's
+// socket I/O and the two sides' work queues behind each other. The ingest
+// runs therefore drive their actor streams from a helper process, forked at
+// start (before any thread or gRPC exists), and the raw baseline sends from
+// it too; --actors_in_process 1 adds the rows of both ends in one process.
+//
+// The helper reads one command per line and answers one line:
+//   ingest PORT GROUPS ACTORS BATCH POOL -> SECONDS CPU FAULTS GROUPS BYTES FAILURES
+//   raw PORT REPEATS STREAMS             -> T0_NS (sends REPEATS x the group's
+//                                           bytes on each of STREAMS connections;
+//                                           T0 on the steady clock, which is
+//                                           the machine's monotonic clock)
+class ActorProcess {
+ public:
+  // Forks the helper. Call before the process starts a thread.
+  static std::unique_ptr<ActorProcess> Start() {
+    int down[2], up[2];
+    if (pipe(down) != 0 || pipe(up) != 0) {
+      std::perror("pipe");
+      std::exit(1);
+    }
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("fork");
+      std::exit(1);
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getenv("PIN")) {
+        cpu_set_t c;
+        CPU_ZERO(&c);
+        CPU_SET(1, &c);
+        sched_setaffinity(0, sizeof(c), &c);
+      }
+      close(down[1]);
+      close(up[0]);
+      Serve(fdopen(down[0], "r"), fdopen(up[1], "w"));
+      std::_Exit(0);
+    }
+    close(down[0]);
+    close(up[1]);
+    if (getenv("PIN")) {
+      cpu_set_t c;
+      CPU_ZERO(&c);
+      CPU_SET(0, &c);
+      sched_setaffinity(0, sizeof(c), &c);
+    }
+    auto p = std::unique_ptr<ActorProcess>(new ActorProcess);
+    p->pid_ = pid;
+    p->to_ = fdopen(down[1], "w");
+    p->from_ = fdopen(up[0], "r");
+    return p;
+  }
+
+  ~ActorProcess() {
+    std::fclose(to_);  // The helper exits at end of input.
+    std::fclose(from_);
+    waitpid(pid_, nullptr, 0);
+  }
+
+  IngestFigures Ingest(int port, size_t groups, int actors, int batch, bool pool) {
+    std::fprintf(to_, "ingest %d %zu %d %d %d\n", port, groups, actors, batch, pool ? 1 : 0);
+    std::fflush(to_);
+    IngestFigures f;
+    int failures = 0;
+    if (std::fscanf(from_, "%lf %lf %ld %zu %zu %d", &f.seconds, &f.cpu_seconds, &f.faults,
+                    &f.groups, &f.bytes, &failures) != 6) {
+      std::fprintf(stderr, "actor process: no answer\n");
+      std::exit(1);
+    }
+    g_failures += failures;
+    return f;
+  }
+
+  void StartRawSend(int port, size_t repeats, int streams) {
+    std::fprintf(to_, "raw %d %zu %d\n", port, repeats, streams);
+    std::fflush(to_);
+  }
+  Clock::time_point FinishRawSend() {
+    long long t0_ns = 0;
+    if (std::fscanf(from_, "%lld", &t0_ns) != 1) {
+      std::fprintf(stderr, "actor process: no answer\n");
+      std::exit(1);
+    }
+    return Clock::time_point(std::chrono::nanoseconds(t0_ns));
+  }
+
+ private:
+  ActorProcess() = default;
+
+  static void Serve(FILE* in, FILE* out) {
+    const std::string group_bytes = TemplateGroup().SerializeAsString();
+    char line[256];
+    while (std::fgets(line, sizeof(line), in) != nullptr) {
+      int port = 0, actors = 0, batch = 0, pool = 0, streams = 0;
+      size_t groups = 0, repeats = 0;
+      if (std::sscanf(line, "ingest %d %zu %d %d %d", &port, &groups, &actors, &batch, &pool) ==
+          5) {
+        const int failures0 = g_failures.load();
+        IngestFigures f = DriveIngestActors(port, groups, actors, batch, pool != 0);
+        std::fprintf(out, "%.9f %.9f %ld %zu %zu %d\n", f.seconds, f.cpu_seconds, f.faults,
+                     f.groups, f.bytes, g_failures.load() - failures0);
+      } else if (std::sscanf(line, "raw %d %zu %d", &port, &repeats, &streams) == 3) {
+        std::vector<int> fds;
+        for (int i = 0; i < streams; ++i) fds.push_back(Connect(port));
+        const Clock::time_point t0 = Clock::now();
+        std::vector<std::thread> senders;
+        for (int fd : fds) {
+          senders.emplace_back([&, fd] {
+            for (size_t r = 0; r < repeats; ++r)
+              SendAll(fd, group_bytes.data(), group_bytes.size());
+          });
+        }
+        for (auto& t : senders) t.join();
+        for (int fd : fds) close(fd);
+        std::fprintf(out, "%lld\n",
+                     static_cast<long long>(
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch())
+                             .count()));
+      } else {
+        std::fprintf(stderr, "actor process: bad command: %s", line);
+        std::_Exit(1);
+      }
+      std::fflush(out);
+    }
+  }
+
+  pid_t pid_ = 0;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
+// One ingest run: the learner here, its actors in `actors_process` (or in
+// this process when it is null).
+IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool,
+                        ActorProcess* actors_process) {
+  IngestLearner learner;
+  const std::clock_t cpu0 = std::clock();
+  IngestFigures f = actors_process != nullptr
+                        ? actors_process->Ingest(learner.port(), total_groups, actors, batch, pool)
+                        : DriveIngestActors(learner.port(), total_groups, actors, batch, pool);
+  f.learner_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  return f;
+}
+
+// The raw baseline of an ingest run with its actors in `senders`: `repeats`
+// x the group's bytes on each of `streams` connections from the helper,
+// received here a group at a time. Seconds from the helper's connected
+// sockets to the last byte received here.
+double RawTransferFrom(ActorProcess* senders, size_t piece_bytes, size_t repeats, int streams,
+                       long* faults) {
+  int port = 0;
+  const int lfd = Listen(&port);
+  senders->StartRawSend(port, repeats, streams);
+  std::vector<int> fds(streams);
+  for (int i = 0; i < streams; ++i) fds[i] = accept(lfd, nullptr, nullptr);
+  const long faults0 = MinorFaults();
+  std::vector<std::thread> receivers;
+  for (int fd : fds) {
+    receivers.emplace_back([&, fd] {
+      std::string buf(piece_bytes, '\0');
+      for (size_t got = 0; got < repeats; ++got) RecvAll(fd, buf.data(), piece_bytes);
+    });
+  }
+  for (auto& t : receivers) t.join();
+  const Clock::time_point t1 = Clock::now();
+  *faults = MinorFaults() - faults0;
+  const Clock::time_point t0 = senders->FinishRawSend();
+  for (int fd : fds) close(fd);
+  close(lfd);
+  return std::chrono::duration<double>(t1 - t0).count();
 }
 
 // --- Weight fan-out ---------------------------------------------------------
@@ -551,13 +755,14 @@ int main(int argc, char** argv) {
   using namespace rlvr::learner;
   size_t groups = 3000;
   size_t blob_mb = 100;
-  int batch = 16;         // actor.max_batch_prompts' default: groups finished together.
-  std::string only;       // "ingest" or "fanout": run one part.
-  bool unbatched = true;  // --unbatched 0 skips the one-group-per-message rows.
-  int reps = 3;           // Each figure (and its baseline) is the fastest of this many runs.
-  int streams = 0;        // --streams N: only the N-stream ingest rows (0: 1 and 4).
-  bool pool = true;       // --pool 0: groups prebuilt before the clock, not recycled.
-  int watchers = 0;       // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
+  int batch = 16;           // actor.max_batch_prompts' default: groups finished together.
+  std::string only;         // "ingest" or "fanout": run one part.
+  bool unbatched = true;    // --unbatched 0 skips the one-group-per-message rows.
+  int reps = 3;             // Each figure (and its baseline) is the fastest of this many runs.
+  int streams = 0;          // --streams N: only the N-stream ingest rows (0: 1 and 4).
+  bool pool = true;         // --pool 0: groups prebuilt before the clock, not recycled.
+  int watchers = 0;         // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
+  bool in_process = false;  // --actors_in_process 1: also the ingest rows in one process.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -568,10 +773,15 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--streams") == 0) streams = std::max(0, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--pool") == 0) pool = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--watchers") == 0) watchers = std::max(0, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--actors_in_process") == 0) in_process = std::atoi(argv[i + 1]) != 0;
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
   rlvr::DisableMutexDeadlockDetection();  // As `rlvr` does for every role, too.
+  // The ingest's actors run in a process of their own, forked now: before
+  // any thread or gRPC exists, and after the settings above, which it keeps.
+  std::unique_ptr<ActorProcess> actors_process;
+  if (only != "fanout") actors_process = ActorProcess::Start();
   std::printf(
       "learner_bench: loopback, %u hardware threads; build type %s (%s); allocator keeps "
       "freed memory: %s\n",
@@ -641,38 +851,52 @@ int main(int argc, char** argv) {
           "trainer's groups: %.2f us | ratio %.1fx\n",
           batch, decode_s * per, parse_s * per, parse_s / decode_s);
     }
-    RunIngest(200, 1, batch, pool);  // Warm-up.
+    RunIngest(200, 1, batch, pool, actors_process.get());  // Warm-ups.
+    if (in_process) RunIngest(200, 1, batch, pool, nullptr);
     for (int b : {1, batch}) {
       if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
                                    : "RolloutBatch of up to --batch groups (the actor's path):");
       for (int actors : streams != 0 ? std::vector<int>{streams} : std::vector<int>{1, 4}) {
-        // Fastest of `reps` runs on each side: on a shared machine the
-        // slower runs measure the neighbours.
-        IngestFigures f;
-        double raw = 1e9;
-        long raw_faults = 0;
-        for (int r = 0; r < reps; ++r) {
-          IngestFigures run = RunIngest(groups, actors, b, pool);
-          if (r == 0 || run.seconds < f.seconds) f = run;
-          long faults = 0;
-          const double s =
-              RawTransfer(group_bytes, group_bytes.size(), run.groups, actors, &faults);
-          if (s < raw) {
-            raw = s;
-            raw_faults = faults;
+        for (ActorProcess* where : {actors_process.get(), static_cast<ActorProcess*>(nullptr)}) {
+          if (where == nullptr && !in_process) continue;
+          // Fastest of `reps` runs on each side: on a shared machine the
+          // slower runs measure the neighbours.
+          IngestFigures f;
+          double raw = 1e9;
+          long raw_faults = 0;
+          for (int r = 0; r < reps; ++r) {
+            IngestFigures run = RunIngest(groups, actors, b, pool, where);
+            if (r == 0 || run.seconds < f.seconds) f = run;
+            long faults = 0;
+            const double s = where != nullptr
+                                 ? RawTransferFrom(where, group_bytes.size(), run.groups / actors,
+                                                   actors, &faults)
+                                 : RawTransfer(group_bytes, group_bytes.size(), run.groups / actors,
+                                               actors, &faults);
+            if (s < raw) {
+              raw = s;
+              raw_faults = faults;
+            }
+          }
+          const double mb = static_cast<double>(f.bytes) / 1e6;
+          std::printf(
+              "    %d actor stream(s), batch %d%s: %zu groups in %.3f s = %.0f groups/s, %.1f "
+              "MB/s | raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
+              actors, b, where != nullptr ? "" : ", both ends in one process", f.groups, f.seconds,
+              f.groups / f.seconds, mb / f.seconds, raw, mb / raw, raw / f.seconds);
+          const double per_group = 1e6 / static_cast<double>(f.groups);
+          if (where != nullptr) {
+            std::printf(
+                "      (CPU: learner process %.0f us/group over the run, actors' process %.0f "
+                "us/group in the window; page faults %ld in the actors' process, raw %ld)\n",
+                f.learner_cpu_seconds * per_group, f.cpu_seconds * per_group, f.faults, raw_faults);
+          } else {
+            std::printf(
+                "      (process CPU in the window %.0f us/group; page faults %ld, raw %ld)\n",
+                f.cpu_seconds * per_group, f.faults, raw_faults);
           }
         }
-        const double mb = static_cast<double>(f.bytes) / 1e6;
-        std::printf(
-            "    %d actor stream(s), batch %d: %zu groups in %.3f s = %.0f groups/s, %.1f MB/s | "
-            "raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
-            actors, b, f.groups, f.seconds, f.groups / f.seconds, mb / f.seconds, raw, mb / raw,
-            raw / f.seconds);
-        std::printf(
-            "      (process CPU in that run: %.2f s over %.2f s wall = %.0f us/group; page "
-            "faults %ld, raw %ld)\n",
-            f.cpu_seconds, f.seconds, 1e6 * f.cpu_seconds / f.groups, f.faults, raw_faults);
       }
     }
   }
