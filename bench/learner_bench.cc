@@ -130,6 +130,24 @@ void RecvAll(int fd, char* dst, size_t n) {
   }
 }
 
+// Sends `repeats` x `source` on `fd`, in pieces of `piece_bytes`.
+void SendPieces(int fd, const std::string& source, size_t piece_bytes, size_t repeats) {
+  for (size_t r = 0; r < repeats; ++r) {
+    for (size_t at = 0; at < source.size(); at += piece_bytes) {
+      SendAll(fd, source.data() + at, std::min(piece_bytes, source.size() - at));
+    }
+  }
+}
+
+// Receives `total` bytes from `fd` a piece at a time: into `keep` (at least
+// `total` bytes) when it is not null, else into one reused piece buffer.
+void ReceivePieces(int fd, size_t piece_bytes, size_t total, char* keep) {
+  std::string buf(keep != nullptr ? 0 : piece_bytes, '\0');
+  for (size_t got = 0; got < total; got += piece_bytes) {
+    RecvAll(fd, keep != nullptr ? keep + got : buf.data(), std::min(piece_bytes, total - got));
+  }
+}
+
 // `streams` concurrent connections, each carrying `repeats` x `source` in
 // pieces of `piece_bytes`. Without `keep`, each piece is received into one
 // reused buffer, as a receiver that parses a message at a time would; with
@@ -151,19 +169,10 @@ double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats
   auto t0 = Clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < streams; ++i) {
+    threads.emplace_back([&, i] { SendPieces(client_fds[i], source, piece_bytes, repeats); });
     threads.emplace_back([&, i] {
-      for (size_t r = 0; r < repeats; ++r) {
-        for (size_t at = 0; at < source.size(); at += piece_bytes) {
-          SendAll(client_fds[i], source.data() + at, std::min(piece_bytes, source.size() - at));
-        }
-      }
-    });
-    threads.emplace_back([&, i] {
-      std::string buf(keep != nullptr ? 0 : piece_bytes, '\0');
-      for (size_t got = 0; got < total; got += piece_bytes) {
-        char* dst = keep != nullptr ? (*keep)[i].data() + got : buf.data();
-        RecvAll(server_fds[i], dst, std::min(piece_bytes, total - got));
-      }
+      ReceivePieces(server_fds[i], piece_bytes, total,
+                    keep != nullptr ? (*keep)[i].data() : nullptr);
     });
   }
   for (auto& t : threads) t.join();
@@ -556,10 +565,8 @@ class ActorProcess {
         const Clock::time_point t0 = Clock::now();
         std::vector<std::thread> senders;
         for (int fd : fds) {
-          senders.emplace_back([&, fd] {
-            for (size_t r = 0; r < repeats; ++r)
-              SendAll(fd, group_bytes.data(), group_bytes.size());
-          });
+          senders.emplace_back(
+              [&, fd] { SendPieces(fd, group_bytes, group_bytes.size(), repeats); });
         }
         for (auto& t : senders) t.join();
         for (int fd : fds) close(fd);
@@ -607,10 +614,8 @@ double RawTransferFrom(ActorProcess* senders, size_t piece_bytes, size_t repeats
   const long faults0 = MinorFaults();
   std::vector<std::thread> receivers;
   for (int fd : fds) {
-    receivers.emplace_back([&, fd] {
-      std::string buf(piece_bytes, '\0');
-      for (size_t got = 0; got < repeats; ++got) RecvAll(fd, buf.data(), piece_bytes);
-    });
+    receivers.emplace_back(
+        [&, fd] { ReceivePieces(fd, piece_bytes, piece_bytes * repeats, nullptr); });
   }
   for (auto& t : receivers) t.join();
   const Clock::time_point t1 = Clock::now();
