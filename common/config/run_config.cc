@@ -171,6 +171,11 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Double("loss.kl_coef", &lo.kl_coef, 0.0, kHuge, "k3 KL coefficient; 0 = off.");
   s->Enum("loss.old_logprobs", &lo.old_logprobs, {"recompute", "behaviour"},
           "Log-probs the ratio is taken against.");
+  s->Enum("loss.behaviour_weight", &lo.behaviour_weight, {"auto", "truncated", "none"},
+          "Off-policy weight min(pi_prox/pi_behav, cap) per token; auto = truncated when "
+          "learner.max_policy_lag > 0 with old_logprobs recompute, else none.");
+  s->Double("loss.behaviour_weight_cap", &lo.behaviour_weight_cap, 1.0, kHuge,
+            "Cap of the truncated behaviour weight.");
 
   BatchingConfig& b = c->batching;
   s->Enum("batching.reward_balance", &b.reward_balance, {"downsample", "pack", "none"},
@@ -352,7 +357,14 @@ absl::StatusOr<RunConfig> LoadRunConfig(const std::string& path,
   }
   for (const auto& o : overrides) RETURN_IF_ERROR(schema.ApplyOverride(o));
   RETURN_IF_ERROR(ValidateRunConfig(config));
+  ResolveBehaviourWeight(&config);
   return config;
+}
+
+void ResolveBehaviourWeight(RunConfig* c) {
+  if (c->loss.behaviour_weight != "auto") return;
+  const bool stale_data = c->learner.max_policy_lag > 0 && c->loss.old_logprobs == "recompute";
+  c->loss.behaviour_weight = stale_data ? "truncated" : "none";
 }
 
 std::string RunConfigToYaml(const RunConfig& config) {

@@ -181,6 +181,16 @@ struct LossConfig {
   std::string normalizer = "tokens";    // [D] tokens | constant (max_new_tokens x rollouts).
   double kl_coef = 0.0;                 // k3 KL to the reference (pretrained) policy; 0 = off.
   std::string old_logprobs = "recompute";  // recompute | behaviour
+  // [D] Off-policy correction (docs/algorithms.md "Behaviour weights"): with
+  // `truncated`, each completion token's loss term is weighted by
+  // min(pi_prox / pi_behav, behaviour_weight_cap), without gradient, where
+  // pi_prox is the recomputed policy of the update's start and pi_behav the
+  // actor's (needs old_logprobs = recompute). auto | truncated | none.
+  // LoadRunConfig resolves `auto`: truncated when learner.max_policy_lag > 0
+  // and old_logprobs = recompute, none otherwise; a LossConfig built in code
+  // (no lag known) treats auto as none.
+  std::string behaviour_weight = "auto";
+  double behaviour_weight_cap = 2.0;  // >= 1.
 };
 
 struct BatchingConfig {
@@ -264,12 +274,18 @@ struct DeviceSetting {
 absl::StatusOr<DeviceSetting> ParseDeviceSetting(absl::string_view key, absl::string_view value);
 
 // Loads defaults, then `path` (if non-empty), then each "key=value" override,
-// then validates. Errors name the file and key path. loss.estimator is not
+// then validates, then resolves the automatic settings
+// (ResolveBehaviourWeight). Errors name the file and key path. loss.estimator is not
 // checked here (the estimators register themselves in learner/core, which
 // common/ does not see): the learner checks it when it parses the loss, and
 // the `rlvr` commands right after loading (services/load_config.h).
 absl::StatusOr<RunConfig> LoadRunConfig(const std::string& path,
                                         const std::vector<std::string>& overrides);
+
+// loss.behaviour_weight `auto` -> `truncated` when learner.max_policy_lag > 0
+// and loss.old_logprobs is recompute (the learner trains on groups sampled by
+// an older policy), else `none`; any other value is left as it is.
+void ResolveBehaviourWeight(RunConfig* config);
 
 // The resolved config as YAML (loadable by LoadRunConfig).
 std::string RunConfigToYaml(const RunConfig& config);

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -57,6 +59,38 @@ TEST(RunConfigTest, YamlDumpReloadsIdentically) {
   EXPECT_EQ(RunConfigToYaml(*c), RunConfigToYaml(*d));
   EXPECT_EQ(d->loss.estimator, "grpo");
   EXPECT_EQ(d->run.name, "x y");
+}
+
+// loss.behaviour_weight auto follows the data the learner trains on: groups
+// of an older policy (max_policy_lag > 0) get the truncated weights, unless
+// lp_old is the behaviour policy itself; an explicit value is kept.
+TEST(RunConfigTest, BehaviourWeightAutoFollowsThePolicyLag) {
+  struct Case {
+    std::vector<std::string> overrides;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {{"learner.max_policy_lag=0"}, "none"},
+      {{"learner.max_policy_lag=1"}, "truncated"},
+      {{"learner.max_policy_lag=2", "loss.old_logprobs=behaviour"}, "none"},
+      {{"learner.max_policy_lag=0", "loss.behaviour_weight=truncated"}, "truncated"},
+      {{"learner.max_policy_lag=1", "loss.behaviour_weight=none"}, "none"},
+  };
+  for (const Case& k : cases) {
+    auto c = LoadRunConfig("", k.overrides);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->loss.behaviour_weight, k.expected) << k.overrides[0];
+    // The resolved value is what the run records, and it reloads as itself.
+    std::string path = testing::TempDir() + "/behaviour_weight.yaml";
+    std::ofstream(path) << RunConfigToYaml(*c);
+    auto d = LoadRunConfig(path, {});
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->loss.behaviour_weight, k.expected);
+  }
+  EXPECT_THAT(LoadRunConfig("", {"loss.behaviour_weight_cap=0.5"}).status().message(),
+              HasSubstr("loss.behaviour_weight_cap"));
+  EXPECT_THAT(LoadRunConfig("", {"loss.behaviour_weight=always"}).status().message(),
+              HasSubstr("loss.behaviour_weight"));
 }
 
 TEST(RunConfigTest, CrossFieldErrorsNameTheKey) {

@@ -18,6 +18,8 @@ void CheckEstimatorInput(const EstimatorInput& in) {
                   in.group_ids.scalar_type() == torch::kInt64,
               "group_ids must be int64 [N]");
   TORCH_CHECK(in.normalizer > 0.0, "normalizer must be positive");
+  TORCH_CHECK(!in.token_weights.defined() || in.token_weights.sizes() == in.lp_new.sizes(),
+              "token_weights shape differs from lp_new");
 }
 
 torch::Tensor InverseLengths(const torch::Tensor& mask) { return 1.0 / mask.sum(1).clamp_min(1.0); }
@@ -27,8 +29,15 @@ torch::Tensor InverseGroupSizes(const EstimatorInput& in) {
   return 1.0 / GroupSum(ones, in.group_ids, in.num_groups).index_select(0, in.group_ids);
 }
 
+torch::Tensor RowWeights(const EstimatorInput& in) {
+  if (!in.token_weights.defined()) return torch::ones({in.mask.size(0)}, in.mask.options());
+  torch::Tensor log_w = in.token_weights.detach().clamp_min(1e-30).log() * in.mask;
+  return (log_w.sum(1) * InverseLengths(in.mask)).exp();
+}
+
 torch::Tensor Aggregate(const torch::Tensor& x, const EstimatorInput& in, Aggregation how) {
-  torch::Tensor per_row = (x * in.mask).sum(1);
+  torch::Tensor weighted = in.token_weights.defined() ? x * in.token_weights.detach() : x;
+  torch::Tensor per_row = (weighted * in.mask).sum(1);
   if (how == Aggregation::kGroupSeqMean) {
     per_row = per_row * InverseLengths(in.mask) * InverseGroupSizes(in);
   }

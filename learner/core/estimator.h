@@ -35,6 +35,11 @@ struct EstimatorInput {
   int64_t num_groups = 0;    // Number of distinct groups in the micro-batch.
   torch::Tensor lp_ref;      // [N,T] reference-policy log-probs (no grad); needed iff kl_coef > 0.
   double normalizer = 1.0;   // Z of the optimizer step (batcher.h StepNormalizer).
+  // [N,T] per-token weights of the loss terms, no gradient (the behaviour
+  // weights min(pi_prox / pi_behav, cap), loss.behaviour_weight_cap);
+  // undefined = all 1. Aggregate applies them; a sequence-level estimator
+  // (gspo) weighs each row by the geometric mean of its tokens' weights.
+  torch::Tensor token_weights;
 };
 
 struct EstimatorOutput {
@@ -88,10 +93,15 @@ void CheckEstimatorInput(const EstimatorInput& input);
 // Per-row 1/T_i (T_i = real tokens of the row, at least 1). mask: [N,T].
 torch::Tensor InverseLengths(const torch::Tensor& mask);
 
+// Per-row weight of a sequence-level estimator: exp of the mean over the row's
+// tokens of log token_weights (all 1 when token_weights is undefined). [N]
+torch::Tensor RowWeights(const EstimatorInput& input);
+
 // Per-row 1/G_g where G_g is the number of rows of row i's group.
 torch::Tensor InverseGroupSizes(const EstimatorInput& input);
 
-// The scalar of per-token terms x [N,T] (masked), aggregated `how`.
+// The scalar of per-token terms x [N,T] (masked, and weighted by
+// input.token_weights when defined), aggregated `how`.
 torch::Tensor Aggregate(const torch::Tensor& x, const EstimatorInput& input, Aggregation how);
 
 // Adds kl_coef times the k3 KL to the reference policy, aggregated `how`, to

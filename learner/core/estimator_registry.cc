@@ -92,6 +92,21 @@ absl::StatusOr<ParsedEstimator> ParsedEstimator::Parse(const LossConfig& loss) {
         "loss.old_logprobs",
         absl::StrCat("expected one of {recompute, behaviour}, got '", loss.old_logprobs, "'"));
   }
+  if (loss.behaviour_weight != "auto" && loss.behaviour_weight != "truncated" &&
+      loss.behaviour_weight != "none") {
+    return KeyError(
+        "loss.behaviour_weight",
+        absl::StrCat("expected one of {auto, truncated, none}, got '", loss.behaviour_weight, "'"));
+  }
+  if (!(loss.behaviour_weight_cap >= 1.0)) {
+    return KeyError("loss.behaviour_weight_cap",
+                    absl::StrCat("expected a cap >= 1, got ", loss.behaviour_weight_cap));
+  }
+  if (loss.behaviour_weight == "truncated" && loss.old_logprobs == "behaviour") {
+    return KeyError("loss.behaviour_weight",
+                    "truncated weighs by pi_prox / pi_behav, which needs loss.old_logprobs = "
+                    "recompute (with behaviour the proximal policy is the behaviour policy)");
+  }
   absl::StatusOr<std::unique_ptr<Estimator>> made = MakeEstimator(loss);
   if (!made.ok()) return made.status();
   return ParsedEstimator(definition, loss, normalizer,

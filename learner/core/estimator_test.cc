@@ -533,6 +533,67 @@ TEST(CancellationResidualTest, CommonPrefixLength) {
   EXPECT_EQ(CommonPrefixLength({&a}), 0);
 }
 
+// ---- Behaviour weights (loss.behaviour_weight_cap) ---------------------------
+
+// Per-token weights W scale each token's coefficient by exactly its weight for
+// the token-level estimators (their loss is sum_t W x_t with W constant), off
+// the policy as well as on it; gspo scales each row by the geometric mean of
+// its tokens' weights.
+TEST(BehaviourWeightTest, WeightsScaleEachTokensCoefficient) {
+  const std::vector<int> lengths = {3, 7, 5, 9, 4, 6};
+  const std::vector<double> adv = {0.5, 0.5, -0.5, -0.5, 1.0, -1.0};
+  const std::vector<int64_t> gid = {0, 0, 0, 0, 1, 1};
+  std::mt19937_64 rng(31);
+  Matrix lp_old = RandomLogProbs(lengths, &rng);
+  Matrix lp_new = Shift(lp_old, {0.05, -0.03, 0.3, -0.25, 0.01, 0.0});
+  Matrix w_rows = RandomLogProbs(lengths, &rng, std::log(0.3), std::log(2.0));
+  for (auto& row : w_rows) {
+    for (double& v : row) v = std::exp(v);
+  }
+  for (const char* name : {"dfpo", "grpo", "dr_grpo", "dapo", "gspo"}) {
+    Batch plain = MakeBatch(lp_new, lp_old, adv, gid);
+    Batch weighted = MakeBatch(lp_new, lp_old, adv, gid);
+    auto est = MakeEstimator(Config(name));
+    ASSERT_TRUE(est.ok());
+    EstimatorInput in = weighted.Input(10.0);
+    in.token_weights = Padded(w_rows, in.mask.size(1)) + (1.0 - in.mask);  // 1 on padding.
+    EstimatorOutput out = (*est)->Compute(in);
+    torch::Tensor g =
+        torch::autograd::grad({out.loss}, {weighted.lp_new}, {}, false, false, true)[0];
+    torch::Tensor g0 = Coefficients(Config(name), plain, 10.0);
+    torch::Tensor scale = in.token_weights;
+    if (std::string(name) == "gspo") {
+      torch::Tensor log_w = (in.token_weights.log() * in.mask).sum(1) / in.mask.sum(1);
+      scale = log_w.exp().unsqueeze(1).expand_as(g0);
+    }
+    EXPECT_LE((g - scale * g0).abs().max().item<double>(), 1e-15) << name;
+    EXPECT_GT(g0.abs().max().item<double>(), 1e-3) << name;
+  }
+}
+
+// Oracle 1 with the weights on: the shared token a* at the shared context h*
+// has one pi_prox and one pi_behav, hence one weight in every row, and
+// dr_grpo and dfpo still cancel it exactly.
+TEST_F(SharedTokenTest, CancellationSurvivesBehaviourWeights) {
+  Batch b = OnPolicy();
+  std::mt19937_64 rng(13);
+  Matrix w_rows = RandomLogProbs(lengths_, &rng, std::log(0.5), std::log(2.0));
+  for (auto& row : w_rows) {
+    for (double& v : row) v = std::exp(v);
+    row[0] = 1.7;
+  }
+  for (const char* name : {"dr_grpo", "dfpo"}) {
+    auto est = MakeEstimator(Config(name));
+    ASSERT_TRUE(est.ok());
+    EstimatorInput in = b.Input(24.0);
+    in.token_weights = Padded(w_rows, in.mask.size(1)) + (1.0 - in.mask);
+    EstimatorOutput out = (*est)->Compute(in);
+    torch::Tensor g = torch::autograd::grad({out.loss}, {b.lp_new}, {}, false, false, true)[0];
+    EXPECT_EQ(g.select(1, 0).sum().item<double>(), 0.0) << name;
+    EXPECT_GT(g.select(1, 0).abs().sum().item<double>(), 1e-3) << name;
+  }
+}
+
 TEST(EstimatorFactoryTest, RejectsUnknownNames) {
   EXPECT_FALSE(MakeEstimator(Config("ppo")).ok());
   EXPECT_FALSE(MakeEstimator(Config("dfpo", "other")).ok());

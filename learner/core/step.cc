@@ -170,6 +170,29 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
     lp_old = recomputed;
   }
 
+  // Behaviour weights (loss.behaviour_weight = truncated): min(pi_prox /
+  // pi_behav, cap) per token, 1 on padding. `recomputed` is pi_prox, the
+  // policy at the update's start.
+  torch::Tensor token_weights;
+  int64_t truncated_tokens = 0;
+  double weight_sum = 0.0;
+  if (loss.behaviour_weight == "truncated") {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!has_behaviour[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("loss.behaviour_weight truncated needs behaviour log-probs: missing "
+                         "or of the wrong length for group ",
+                         rows.ids[i].first, " rollout ", rows.ids[i].second));
+      }
+    }
+    torch::NoGradGuard no_grad;
+    torch::Tensor rho = (recomputed - lp_behav).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
+    torch::Tensor over = (rho > loss.behaviour_weight_cap).to(dtype) * mask;
+    token_weights = rho.clamp_max(loss.behaviour_weight_cap) * mask + (1.0 - mask);
+    truncated_tokens = static_cast<int64_t>(std::llround(over.sum().item<double>()));
+    weight_sum = (token_weights * mask).sum().item<double>();
+  }
+
   torch::Tensor lp_ref;
   if (loss.kl_coef > 0.0) {
     if (reference == nullptr) {
@@ -190,6 +213,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   in.num_groups = rows.num_groups;
   in.lp_ref = lp_ref;
   in.normalizer = normalizer;
+  in.token_weights = token_weights;
   EstimatorOutput res = estimator.loss().Compute(in);
 
   torch::Tensor coeff;
@@ -233,6 +257,8 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   torch::Tensor log_rho = (recomputed - lp_behav) * behav_mask;
   d.set_kl_behaviour_sum(((log_rho.exp() - 1.0 - log_rho) * behav_mask).sum().item<double>());
   d.set_kl_behaviour_tokens(static_cast<int64_t>(behav_mask.sum().item<double>()));
+  d.set_behaviour_weight_sum(weight_sum);
+  d.set_behaviour_weight_truncated_tokens(truncated_tokens);
   if (res.kl_ref.defined()) d.set_kl_reference_sum(res.kl_ref.sum().item<double>());
   d.set_orthogonality_abs(res.orthogonality_abs);
   d.set_orthogonality_scale(res.orthogonality_scale);

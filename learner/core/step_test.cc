@@ -3,16 +3,21 @@
 // single-pass gradient; plus diagnostics plumbing.
 #include "learner/core/step.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <random>
+#include <string>
 
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 
 namespace rlvr::learner {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr int kVocab = 24;
 
@@ -268,6 +273,62 @@ TEST(StepDiagnosticsTest, OnPolicyRecomputeMatchesPrecomputedOld) {
   EXPECT_EQ(a->clip_fraction(), 0.0);
 }
 
+// loss.behaviour_weight = truncated through the model: behaviour log-probs log(1.5)
+// below the model's own give every token pi_prox / pi_behav = 1.5, so the
+// gradient is 1.5 times the unweighted one under a cap of 2, and the cap
+// itself (every token truncated) under a cap of 1.2.
+TEST(StepDiagnosticsTest, BehaviourWeightsScaleTheGradient) {
+  torch::set_num_threads(1);
+  policy::Transformer model = TinyModel(9);
+  std::vector<Group> groups = MakeGroups(4, 4, 12);
+  BatchingConfig batching;
+  batching.reward_balance = "none";
+  LossConfig loss;  // dfpo, recompute.
+  auto plan = PlanUpdate(groups, batching, loss, 10, 2);
+  ASSERT_TRUE(plan.ok());
+  auto own = ComputeOldLogProbs(model, groups, SelectionForRank(*plan, 0, 1), 64);
+  ASSERT_TRUE(own.ok()) << own.status();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t r = 0; r < groups[g].rollouts.size(); ++r) {
+      std::vector<float>& behaviour = groups[g].rollouts[r].behaviour_logprobs;
+      behaviour = own->logprobs[g][r];
+      for (float& v : behaviour) v -= static_cast<float>(std::log(1.5));
+    }
+  }
+  const OptimizerStep& step = plan->steps[0];
+  auto run = [&](double cap, UpdateDiagnostics* d) {
+    LossConfig l = loss;
+    l.behaviour_weight = cap > 0.0 ? "truncated" : "none";
+    if (cap > 0.0) l.behaviour_weight_cap = cap;
+    ZeroGrads(model);
+    auto out = AccumulateStepGradients(model, groups, step.groups, step.normalizer, l, batching,
+                                       nullptr, nullptr);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (out.ok()) *d = *out;
+    FinalizeDiagnostics(d);
+    return Grads(model);
+  };
+  UpdateDiagnostics off, wide, tight;
+  std::vector<torch::Tensor> g_off = run(0.0, &off);
+  std::vector<torch::Tensor> g_wide = run(2.0, &wide);
+  std::vector<torch::Tensor> g_tight = run(1.2, &tight);
+  ASSERT_GT(MaxAbs(g_off), 1e-3);
+  std::vector<torch::Tensor> scaled_wide, scaled_tight;
+  for (const auto& g : g_off) {
+    scaled_wide.push_back(1.5 * g);
+    scaled_tight.push_back(1.2 * g);
+  }
+  // Behaviour log-probs are float32: the weights are 1.5 to float32 rounding.
+  EXPECT_LE(MaxDiff(g_wide, scaled_wide), 1e-5 * MaxAbs(g_off));
+  EXPECT_LE(MaxDiff(g_tight, scaled_tight), 1e-12 * MaxAbs(g_off));
+  EXPECT_EQ(off.behaviour_weight_mean(), 0.0);
+  EXPECT_NEAR(wide.behaviour_weight_mean(), 1.5, 1e-5);
+  EXPECT_EQ(wide.behaviour_weight_truncated(), 0.0);
+  EXPECT_NEAR(tight.behaviour_weight_mean(), 1.2, 1e-12);
+  EXPECT_EQ(tight.behaviour_weight_truncated(), 1.0);
+  EXPECT_GT(off.kl_behaviour_recomputed(), 0.0);  // The mismatch it corrects.
+}
+
 TEST(StepDiagnosticsTest, ErrorsAreStatuses) {
   torch::set_num_threads(1);
   policy::Transformer model = TinyModel(7);
@@ -287,8 +348,23 @@ TEST(StepDiagnosticsTest, ErrorsAreStatuses) {
   EXPECT_TRUE(
       AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, &reference).ok());
   loss.kl_coef = 0.0;
-  loss.old_logprobs = "behaviour";
-  groups[0].rollouts[1].behaviour_logprobs.pop_back();
+  loss.behaviour_weight = "truncated";
+  loss.behaviour_weight_cap = 0.5;  // A cap below 1.
+  auto low_cap =
+      AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr);
+  EXPECT_FALSE(low_cap.ok());
+  EXPECT_THAT(std::string(low_cap.status().message()), HasSubstr("loss.behaviour_weight_cap"));
+  loss.behaviour_weight_cap = 2.0;
+  groups[0].rollouts[1].behaviour_logprobs.pop_back();  // The weights need behaviour log-probs.
+  auto missing =
+      AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("group 0 rollout 1"));
+  loss.old_logprobs = "behaviour";  // pi_prox would be pi_behav: truncated is refused.
+  auto both = AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr);
+  EXPECT_FALSE(both.ok());
+  EXPECT_THAT(std::string(both.status().message()), HasSubstr("loss.behaviour_weight"));
+  loss.behaviour_weight = "none";
   EXPECT_FALSE(
       AccumulateStepGradients(model, groups, shard, 1.0, loss, batching, nullptr, nullptr).ok());
   groups[0].rollouts[1].tokens.push_back(kVocab + 5);  // Out of vocabulary: torch error -> Status.

@@ -94,11 +94,27 @@ TEST(UpdateDiagnosticsTest, JsonKeysAndStatusFieldsAreTheContract) {
   DiagnosticsToJson(d, &j);
   std::set<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
-  EXPECT_EQ(keys, (std::set<std::string>{"accuracy", "cancellation_residual", "clip_fraction",
-                                         "entropy", "grad_norm", "groups_dropped", "kl", "loss",
-                                         "lr", "negative_rollouts", "orthogonality_residual",
-                                         "positive_rollouts", "ratio_max", "ratio_mean", "reward",
-                                         "shared_cells", "tokens", "zero_variance_fraction"}));
+  const std::set<std::string> expected = {"accuracy",
+                                          "behaviour_weight_mean",
+                                          "behaviour_weight_truncated",
+                                          "cancellation_residual",
+                                          "clip_fraction",
+                                          "entropy",
+                                          "grad_norm",
+                                          "groups_dropped",
+                                          "kl",
+                                          "loss",
+                                          "lr",
+                                          "negative_rollouts",
+                                          "orthogonality_residual",
+                                          "positive_rollouts",
+                                          "ratio_max",
+                                          "ratio_mean",
+                                          "reward",
+                                          "shared_cells",
+                                          "tokens",
+                                          "zero_variance_fraction"};
+  EXPECT_EQ(keys, expected);
   EXPECT_EQ(j["groups_dropped"].size(), 3u);
   EXPECT_TRUE(j["groups_dropped"]["balance"].is_number_integer());
   EXPECT_EQ(j["groups_dropped"]["balance"].get<int64_t>(), 2);

@@ -26,7 +26,7 @@ class GspoEstimator final : public Estimator {
     torch::Tensor a = in.advantages;
     torch::Tensor clipped = ((a > 0) & (sd > 1.0 + eps_)) | ((a < 0) & (sd < 1.0 - eps_));
     torch::Tensor objective = torch::where(clipped, sd.clamp(1.0 - eps_, 1.0 + eps_) * a, s * a);
-    out.loss = -(objective * InverseGroupSizes(in)).sum() / in.normalizer;
+    out.loss = -(objective * RowWeights(in) * InverseGroupSizes(in)).sum() / in.normalizer;
     out.clipped = clipped.to(in.mask.scalar_type()).unsqueeze(1) * in.mask;
     AddReferenceKl(in, kl_coef_, Aggregation::kGroupSeqMean, &out);
     return out;
