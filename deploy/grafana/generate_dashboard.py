@@ -165,6 +165,12 @@ def build():
     panels.append(timeseries(L, "KL behaviour vs recomputed", "KL between the actors' behaviour "
                              "log-probs and the learner's recomputed ones: the off-policy mismatch.", [
                                  (f"max(rlvr_learner_kl_behaviour_recomputed{{{LEARNER}}})", "KL")]))
+    panels.append(timeseries(L, "Behaviour weights", "Asynchronous runs (loss.behaviour_weight "
+                             "truncated): mean per-token weight min(pi_prox / pi_behav, cap), near 1, "
+                             "and the fraction of tokens truncated at the cap; both 0 when off.", [
+                                 (f"max(rlvr_learner_behaviour_weight_mean{{{LEARNER}}})", "mean weight"),
+                                 (f"max(rlvr_learner_behaviour_weight_truncated{{{LEARNER}}})",
+                                  "truncated fraction")]))
     panels.append(timeseries(L, "Clip fraction and ratio", "Fraction of clipped tokens and the "
                              "importance ratio mean / max.", [
                                  (f"max(rlvr_learner_clip_fraction{{{LEARNER}}})", "clip fraction"),

@@ -86,6 +86,9 @@ double MaxAbs(const std::vector<torch::Tensor>& a) {
   return m;
 }
 
+// Single pass vs micro-batches of one group vs two data-parallel shards.
+void CheckSplitsMatchSinglePass(const LossConfig& loss);
+
 class StepTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { torch::set_num_threads(1); }
@@ -93,16 +96,27 @@ class StepTest : public ::testing::TestWithParam<std::string> {
 
 // Behaviour log-probs as lp_old make the ratios differ from 1 (clipping,
 // trust region and the dfpo weights all active), which is the hard case.
+// With recompute and the truncated behaviour weights, the same: the weights
+// are per token, so any split gives the same sum (the behaviour log-probs are
+// far from the model's: some weights are truncated at the cap, others < 1).
 TEST_P(StepTest, MicroBatchesAndShardsMatchSinglePass) {
+  for (const char* weight : {"none", "truncated"}) {
+    SCOPED_TRACE(weight);
+    LossConfig loss;
+    const std::string& name = GetParam();
+    loss.estimator = name.rfind("dfpo", 0) == 0 ? "dfpo" : name;
+    if (name == "dfpo_orthogonal") loss.dfpo_transform = "adv_orthogonal";
+    loss.behaviour_weight = weight;
+    loss.old_logprobs = loss.behaviour_weight == "none" ? "behaviour" : "recompute";
+    loss.clip_eps = 0.5;
+    loss.gspo_eps = 0.5;
+    CheckSplitsMatchSinglePass(loss);
+  }
+}
+
+void CheckSplitsMatchSinglePass(const LossConfig& loss) {
   policy::Transformer model = TinyModel(3);
   std::vector<Group> groups = MakeGroups(7, 5, 4);
-  LossConfig loss;
-  const std::string& name = GetParam();
-  loss.estimator = name.rfind("dfpo", 0) == 0 ? "dfpo" : name;
-  if (name == "dfpo_orthogonal") loss.dfpo_transform = "adv_orthogonal";
-  loss.old_logprobs = "behaviour";
-  loss.clip_eps = 0.5;
-  loss.gspo_eps = 0.5;
   BatchingConfig batching;
   batching.reward_balance = "none";
   auto plan = PlanUpdate(groups, batching, loss, 8, 1);
@@ -142,6 +156,13 @@ TEST_P(StepTest, MicroBatchesAndShardsMatchSinglePass) {
   EXPECT_EQ(merged.tokens(), single->tokens());
   EXPECT_EQ(merged.tokens(), step.tokens);
   EXPECT_NEAR(merged.cancellation_net(), single->cancellation_net(), 1e-12);
+  EXPECT_NEAR(merged.behaviour_weight_sum(), single->behaviour_weight_sum(), 1e-9);
+  EXPECT_EQ(merged.behaviour_weight_truncated_tokens(),
+            single->behaviour_weight_truncated_tokens());
+  if (loss.behaviour_weight == "truncated") {
+    EXPECT_GT(single->behaviour_weight_truncated_tokens(), 0);
+    EXPECT_LT(single->behaviour_weight_truncated_tokens(), single->tokens());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Estimators, StepTest,
@@ -327,6 +348,16 @@ TEST(StepDiagnosticsTest, BehaviourWeightsScaleTheGradient) {
   EXPECT_NEAR(tight.behaviour_weight_mean(), 1.2, 1e-12);
   EXPECT_EQ(tight.behaviour_weight_truncated(), 1.0);
   EXPECT_GT(off.kl_behaviour_recomputed(), 0.0);  // The mismatch it corrects.
+
+  // With several optimizer steps pi_prox is the precomputed start policy
+  // (ComputeOldLogProbs): at the first step that is the same policy.
+  LossConfig l = loss;
+  l.behaviour_weight = "truncated";
+  ZeroGrads(model);
+  auto with_old = AccumulateStepGradients(model, groups, step.groups, step.normalizer, l, batching,
+                                          &*own, nullptr);
+  ASSERT_TRUE(with_old.ok()) << with_old.status();
+  EXPECT_LE(MaxDiff(Grads(model), g_wide), 1e-5 * MaxAbs(g_off));
 }
 
 TEST(StepDiagnosticsTest, ErrorsAreStatuses) {
