@@ -9,6 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/base/status_macros.h"
 #include "common/policy/logprobs.h"
 #include "learner/core/diagnostics.h"
 #include "learner/core/estimator.h"
@@ -155,16 +157,21 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
     }
   }
   torch::Tensor recomputed = lp_pre.defined() ? lp_pre : lp.detach();
-  torch::Tensor lp_old;
-  if (loss.old_logprobs == "behaviour") {
+  // OK when every row has behaviour log-probs of its completion's length;
+  // else InvalidArgument naming the first row without and what needs them.
+  auto require_behaviour = [&](absl::string_view user) -> absl::Status {
     for (int64_t i = 0; i < n; ++i) {
       if (!has_behaviour[i]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("behaviour log-probs missing or of the wrong "
-                         "length for group ",
-                         rows.ids[i].first, " rollout ", rows.ids[i].second));
+        return absl::InvalidArgumentError(absl::StrCat(
+            user, " needs behaviour log-probs: missing or of the wrong length for group ",
+            rows.ids[i].first, " rollout ", rows.ids[i].second));
       }
     }
+    return absl::OkStatus();
+  };
+  torch::Tensor lp_old;
+  if (loss.old_logprobs == "behaviour") {
+    RETURN_IF_ERROR(require_behaviour("loss.old_logprobs behaviour"));
     lp_old = lp_behav;
   } else {
     lp_old = recomputed;
@@ -177,14 +184,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   int64_t truncated_tokens = 0;
   double weight_sum = 0.0;
   if (loss.behaviour_weight == "truncated") {
-    for (int64_t i = 0; i < n; ++i) {
-      if (!has_behaviour[i]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("loss.behaviour_weight truncated needs behaviour log-probs: missing "
-                         "or of the wrong length for group ",
-                         rows.ids[i].first, " rollout ", rows.ids[i].second));
-      }
-    }
+    RETURN_IF_ERROR(require_behaviour("loss.behaviour_weight truncated"));
     torch::NoGradGuard no_grad;
     torch::Tensor rho = (recomputed - lp_behav).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
     torch::Tensor over = (rho > loss.behaviour_weight_cap).to(dtype) * mask;
