@@ -171,7 +171,11 @@ TEST(HfEndToEndTest, RunExportScoreRoundTrip) {
     std::ifstream metrics(run_dir / "metrics.jsonl");
     std::vector<int> steps;
     for (std::string l; std::getline(metrics, l);) {
-      steps.push_back(nlohmann::json::parse(l)["step"].get<int>());
+      const nlohmann::json line = nlohmann::json::parse(l);
+      steps.push_back(line["step"].get<int>());
+      // Lag 1: the truncated behaviour weights are on (loss.behaviour_weight auto).
+      EXPECT_GT(line["behaviour_weight_mean"].get<double>(), 0.0) << l;
+      EXPECT_LE(line["behaviour_weight_mean"].get<double>(), 2.0) << l;
     }
     EXPECT_EQ(steps, std::vector<int>({1, 2, 3, 4, 5}));
   }

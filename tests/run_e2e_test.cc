@@ -141,6 +141,16 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
     EXPECT_TRUE(m[i].contains("cancellation_residual"));
   }
   EXPECT_TRUE(m[2].contains("heldout_accuracy"));
+  // max_policy_lag 1: loss.behaviour_weight auto resolves to truncated, the
+  // run records it, and every update that trained tokens reports its weights
+  // (mean min(pi_prox / pi_behav, 2) per token: near 1, never above the cap).
+  EXPECT_NE(Slurp(run_dir / "config.yaml").find("behaviour_weight: \"truncated\""),
+            std::string::npos);
+  for (const nlohmann::json& line : m) {
+    if (line["tokens"].get<int64_t>() == 0) continue;
+    EXPECT_GT(line["behaviour_weight_mean"].get<double>(), 0.5) << line.dump();
+    EXPECT_LE(line["behaviour_weight_mean"].get<double>(), 2.0) << line.dump();
+  }
   nlohmann::json summary = nlohmann::json::parse(Slurp(run_dir / "summary.json"));
   EXPECT_EQ(summary["updates"].get<int>(), 10);
   EXPECT_TRUE(summary["completed"].get<bool>());
