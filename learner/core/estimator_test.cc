@@ -533,7 +533,7 @@ TEST(CancellationResidualTest, CommonPrefixLength) {
   EXPECT_EQ(CommonPrefixLength({&a}), 0);
 }
 
-// ---- Behaviour weights (loss.behaviour_weight_cap) ---------------------------
+// ---- Behaviour weights (loss.behaviour_weight) -------------------------------
 
 // Per-token weights W scale each token's coefficient by exactly its weight for
 // the token-level estimators (their loss is sum_t W x_t with W constant), off

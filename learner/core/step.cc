@@ -157,6 +157,8 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
     }
   }
   torch::Tensor recomputed = lp_pre.defined() ? lp_pre : lp.detach();
+  // log(pi_prox / pi_behav) per token: the behaviour weights and the KL metric.
+  const torch::Tensor prox_log_ratio = recomputed - lp_behav;
   // OK when every row has behaviour log-probs of its completion's length;
   // else InvalidArgument naming the first row without and what needs them.
   auto require_behaviour = [&](absl::string_view user) -> absl::Status {
@@ -186,7 +188,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   if (loss.behaviour_weight == "truncated") {
     RETURN_IF_ERROR(require_behaviour("loss.behaviour_weight truncated"));
     torch::NoGradGuard no_grad;
-    torch::Tensor rho = (recomputed - lp_behav).clamp(-kMaxLogRatio, kMaxLogRatio).exp();
+    torch::Tensor rho = prox_log_ratio.clamp(-kMaxLogRatio, kMaxLogRatio).exp();
     torch::Tensor over = (rho > loss.behaviour_weight_cap).to(dtype) * mask;
     token_weights = rho.clamp_max(loss.behaviour_weight_cap) * mask + (1.0 - mask);
     truncated_tokens = static_cast<int64_t>(std::llround(over.sum().item<double>()));
@@ -254,7 +256,7 @@ absl::StatusOr<UpdateDiagnostics> RunMicroBatch(policy::Transformer& model, cons
   std::vector<double> has_behaviour_row(has_behaviour.begin(), has_behaviour.end());
   torch::Tensor behav_mask =
       mask * torch::tensor(has_behaviour_row, torch::kFloat64).to(dtype).unsqueeze(1);
-  torch::Tensor log_rho = (recomputed - lp_behav) * behav_mask;
+  torch::Tensor log_rho = prox_log_ratio * behav_mask;
   d.set_kl_behaviour_sum(((log_rho.exp() - 1.0 - log_rho) * behav_mask).sum().item<double>());
   d.set_kl_behaviour_tokens(static_cast<int64_t>(behav_mask.sum().item<double>()));
   d.set_behaviour_weight_sum(weight_sum);
