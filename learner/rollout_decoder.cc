@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -26,19 +28,18 @@ constexpr uint32_t kGroupLeaseId = 1, kGroupPromptId = 2, kGroupPolicyVersion = 
 constexpr uint32_t kCompletionTokenIds = 1, kCompletionLogprobs = 2, kCompletionReward = 3,
                    kCompletionVerifierReason = 4, kCompletionFinishReason = 5;
 
-// A bounded reader over one message's bytes. Every method returns false
-// where protobuf might judge the bytes differently; the caller declines.
-class Reader {
+// The varint, tag and skip rules both readers below share, over the bytes
+// `Self` gives (Next, Advance, Delimited). Every method returns false where
+// protobuf might judge the bytes differently; the caller declines.
+template <typename Self>
+class WireRules {
  public:
-  Reader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
-  bool done() const { return p_ == end_; }
-
   // At most 10 bytes, as protobuf reads them (bits past 64 dropped).
   bool Varint(uint64_t* v) {
     uint64_t result = 0;
     for (int shift = 0; shift < 70; shift += 7) {
-      if (p_ == end_) return false;
-      const uint8_t b = *p_++;
+      uint8_t b;
+      if (!self().Next(&b)) return false;
       result |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (b < 0x80) {
         *v = result;
@@ -53,8 +54,8 @@ class Reader {
   bool Varint32(uint8_t last_limit, uint32_t* v) {
     uint32_t result = 0;
     for (int i = 0; i < 5; ++i) {
-      if (p_ == end_) return false;
-      const uint8_t b = *p_++;
+      uint8_t b;
+      if (!self().Next(&b)) return false;
       if (i == 4 && b >= last_limit) return false;
       result |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
       if (b < 0x80) {
@@ -76,6 +77,40 @@ class Reader {
                            *wire_type == kLengthDelimited || *wire_type == kFixed32);
   }
 
+  bool Skip(uint32_t wire_type) {
+    uint64_t v;
+    Self inner;
+    switch (wire_type) {
+      case kVarint:
+        return Varint(&v);
+      case kFixed64:
+        return self().Advance(8);
+      case kLengthDelimited:
+        return self().Delimited(&inner);
+      case kFixed32:
+        return self().Advance(4);
+      default:
+        return false;
+    }
+  }
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+};
+
+// A bounded reader over contiguous bytes: a group and everything in it.
+class Reader : public WireRules<Reader> {
+ public:
+  Reader() = default;
+  Reader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+  bool done() const { return p_ == end_; }
+
+  bool Next(uint8_t* b) {
+    if (p_ == end_) return false;
+    *b = *p_++;
+    return true;
+  }
+
   // The payload of a length-delimited field.
   bool Delimited(Reader* inner) {
     uint32_t n;
@@ -92,36 +127,102 @@ class Reader {
     return true;
   }
 
-  bool Skip(uint32_t wire_type) {
-    uint64_t v;
-    Reader inner(nullptr, nullptr);
-    switch (wire_type) {
-      case kVarint:
-        return Varint(&v);
-      case kFixed64:
-        return Advance(8);
-      case kLengthDelimited:
-        return Delimited(&inner);
-      case kFixed32:
-        return Advance(4);
-      default:
-        return false;
-    }
-  }
-
   bool Advance(size_t n) {
     if (static_cast<size_t>(end_ - p_) < n) return false;
     p_ += n;
     return true;
   }
 
+  // The bytes left, already contiguous (as PieceReader::Contiguous).
+  Reader Contiguous(std::string* /*joined*/) const { return *this; }
+
   const uint8_t* begin() const { return p_; }
   const uint8_t* end() const { return end_; }
   size_t size() const { return static_cast<size_t>(end_ - p_); }
 
  private:
-  const uint8_t* p_;
-  const uint8_t* end_;
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+};
+
+// A bounded reader over a message held in pieces (gRPC's slices), in
+// order. Only the envelope is read through it: the kind field and a batch's
+// group headers, a few bytes per group. Each group's bytes are then handed
+// to a Reader (Contiguous): in place when one piece holds them all, which
+// is most groups, so the message is not joined into one copy first.
+class PieceReader : public WireRules<PieceReader> {
+ public:
+  PieceReader() = default;
+  explicit PieceReader(std::span<const std::string_view> pieces) : pieces_(pieces.data()) {
+    for (const std::string_view& piece : pieces) left_ += piece.size();
+  }
+  bool done() const { return left_ == 0; }
+
+  bool Next(uint8_t* b) {
+    if (left_ == 0) return false;
+    Settle();
+    *b = static_cast<uint8_t>(pieces_[piece_][at_++]);
+    --left_;
+    return true;
+  }
+
+  bool Advance(size_t n) {
+    if (n > left_) return false;
+    left_ -= n;
+    while (n > 0) {
+      Settle();
+      const size_t take = std::min(n, pieces_[piece_].size() - at_);
+      at_ += take;
+      n -= take;
+    }
+    return true;
+  }
+
+  bool Delimited(PieceReader* inner) {
+    uint32_t n;
+    if (!Varint32(/*last_limit=*/8, &n) || n > left_) return false;
+    *inner = *this;
+    inner->left_ = n;
+    return Advance(n);
+  }
+
+  // The bytes left as one Reader: in place where one piece holds them,
+  // else copied into *joined (valid until its next use).
+  Reader Contiguous(std::string* joined) const {
+    if (left_ == 0) return Reader();
+    PieceReader from = *this;
+    from.Settle();
+    const std::string_view piece = from.pieces_[from.piece_].substr(from.at_);
+    if (piece.size() >= left_) {
+      const auto* p = reinterpret_cast<const uint8_t*>(piece.data());
+      return Reader(p, p + left_);
+    }
+    joined->clear();
+    while (from.left_ > 0) {
+      from.Settle();
+      const size_t take = std::min(from.left_, from.pieces_[from.piece_].size() - from.at_);
+      joined->append(from.pieces_[from.piece_].data() + from.at_, take);
+      from.at_ += take;
+      from.left_ -= take;
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(joined->data());
+    return Reader(p, p + joined->size());
+  }
+
+ private:
+  // Moves past used-up (or empty) pieces. Called only while bytes are
+  // left, so a piece that holds one follows.
+  void Settle() {
+    while (at_ == pieces_[piece_].size()) {
+      ++piece_;
+      at_ = 0;
+    }
+  }
+
+  const std::string_view* pieces_ = nullptr;
+  size_t piece_ = 0;  // The piece being read, and the offset in it.
+  size_t at_ = 0;
+  size_t left_ = 0;  // Bytes left to this reader (across pieces).
 };
 
 static_assert(std::endian::native == std::endian::little, "the wire is little-endian");
@@ -227,7 +328,7 @@ bool DecodeCompletionFields(Reader r, Rollout* out, size_t* tokens, size_t* logp
   while (!r.done()) {
     uint32_t field, wire_type;
     if (!r.Tag(&field, &wire_type)) return false;
-    Reader inner(nullptr, nullptr);
+    Reader inner;
     uint64_t v;
     uint32_t bits;
     switch (field) {
@@ -288,7 +389,7 @@ bool DecodeGroup(Reader r, int max_completions, ReceivedGroup* out, Rollout* scr
   while (!r.done()) {
     uint32_t field, wire_type;
     if (!r.Tag(&field, &wire_type)) return false;
-    Reader inner(nullptr, nullptr);
+    Reader inner;
     switch (field) {
       case kGroupLeaseId:
         if (wire_type != kVarint || !r.Varint(&g.lease_id)) return false;
@@ -334,11 +435,12 @@ ReceivedGroup* Slot(std::vector<ReceivedGroup>* out, size_t index) {
 // kind oneof discards them (so the whole message is scanned: it allocates
 // nothing). At a malformed header the scan stops and judges the groups so
 // far.
-bool MoreGroupsThan(Reader r, size_t max_groups) {
+template <typename R>
+bool MoreGroupsThan(R r, size_t max_groups) {
   size_t groups = 0;
   while (!r.done()) {
     uint32_t field, wire_type;
-    Reader inner(nullptr, nullptr);
+    R inner;
     if (!r.Tag(&field, &wire_type)) break;
     if (field != kActorGroupBatch || wire_type != kLengthDelimited) {
       const bool other_kind =
@@ -358,12 +460,11 @@ bool MoreGroupsThan(Reader r, size_t max_groups) {
   return groups > max_groups;
 }
 
-}  // namespace
-
-DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& limits,
-                                   std::vector<ReceivedGroup>* out, size_t* count) {
-  const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
-  Reader r(p, p + wire.size());
+// The message's envelope, read through `R` (Reader or PieceReader); each
+// group is decoded from a contiguous Reader.
+template <typename R>
+DecodeOutcome DecodeEnvelope(R r, const DecodeLimits& limits, std::vector<ReceivedGroup>* out,
+                             size_t* count, std::string* joined) {
   if (MoreGroupsThan(r, limits.max_groups)) return DecodeOutcome::kTooManyGroups;
   const int max_completions = std::max(limits.max_completions, 0);
   Rollout scratch;
@@ -380,13 +481,13 @@ DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& li
       continue;
     }
     // A second kind field merges into or replaces the first: protobuf's call.
-    Reader inner(nullptr, nullptr);
+    R inner;
     if (outcome != DecodeOutcome::kDecline || wire_type != kLengthDelimited ||
         !r.Delimited(&inner)) {
       return DecodeOutcome::kDecline;
     }
     if (field == kActorGroup) {
-      if (!DecodeGroup(inner, max_completions, Slot(out, 0), &scratch)) {
+      if (!DecodeGroup(inner.Contiguous(joined), max_completions, Slot(out, 0), &scratch)) {
         return DecodeOutcome::kDecline;
       }
       *count = 1;
@@ -395,14 +496,14 @@ DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& li
     }
     while (!inner.done()) {
       uint32_t f, w;
-      Reader group(nullptr, nullptr);
+      R group;
       if (!inner.Tag(&f, &w)) return DecodeOutcome::kDecline;
       if (f != kBatchGroups) {
         if (!inner.Skip(w)) return DecodeOutcome::kDecline;
         continue;
       }
       if (w != kLengthDelimited || !inner.Delimited(&group) ||
-          !DecodeGroup(group, max_completions, Slot(out, *count), &scratch)) {
+          !DecodeGroup(group.Contiguous(joined), max_completions, Slot(out, *count), &scratch)) {
         return DecodeOutcome::kDecline;
       }
       ++*count;
@@ -410,6 +511,21 @@ DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& li
     outcome = DecodeOutcome::kBatch;
   }
   return outcome;
+}
+
+}  // namespace
+
+DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& limits,
+                                   std::vector<ReceivedGroup>* out, size_t* count) {
+  const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
+  return DecodeEnvelope(Reader(p, p + wire.size()), limits, out, count, /*joined=*/nullptr);
+}
+
+DecodeOutcome DecodeRolloutMessage(std::span<const std::string_view> pieces,
+                                   const DecodeLimits& limits, std::vector<ReceivedGroup>* out,
+                                   size_t* count, std::string* joined) {
+  if (pieces.size() == 1) return DecodeRolloutMessage(pieces[0], limits, out, count);
+  return DecodeEnvelope(PieceReader(pieces), limits, out, count, joined);
 }
 
 void ConvertRolloutGroup(const rlvr::v1::RolloutGroup& group, int max_completions,

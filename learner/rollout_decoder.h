@@ -24,6 +24,8 @@
 #define RLVR_LEARNER_ROLLOUT_DECODER_H_
 
 #include <cstddef>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -57,6 +59,16 @@ struct DecodeLimits {
 // are unspecified.
 DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& limits,
                                    std::vector<ReceivedGroup>* out, size_t* count);
+
+// The same for a message held in pieces (gRPC's slices of it, in order;
+// empty pieces allowed), read in place: the result is exactly what
+// decoding the pieces' concatenation gives, without that copy. A group
+// whose bytes span two pieces is copied into *joined (a buffer the caller
+// reuses across calls) and decoded from there; nothing in `out` points
+// into the pieces or *joined.
+DecodeOutcome DecodeRolloutMessage(std::span<const std::string_view> pieces,
+                                   const DecodeLimits& limits, std::vector<ReceivedGroup>* out,
+                                   size_t* count, std::string* joined);
 
 // The same conversion from a parsed message, for groups that arrive as
 // protobuf (the fallback path and direct callers): what decoding its

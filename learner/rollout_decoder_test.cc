@@ -4,11 +4,13 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlvr/v1/session.pb.h"
@@ -55,13 +57,57 @@ void ExpectSame(const ReceivedGroup& got, const ReceivedGroup& want, bool sizes)
   }
 }
 
+// `wire` cut into pieces, as gRPC may hand a message over: at random
+// points, with empty pieces and one-byte pieces among them.
+std::vector<std::string_view> RandomPieces(std::string_view wire, std::mt19937_64& rng) {
+  std::vector<std::string_view> pieces;
+  size_t at = 0;
+  while (at < wire.size()) {
+    size_t n = 0;
+    switch (rng() % 4) {
+      case 0:
+        n = 0;
+        break;
+      case 1:
+        n = 1;
+        break;
+      default:
+        n = rng() % (wire.size() - at + 1);
+    }
+    pieces.push_back(wire.substr(at, n));
+    at += n;
+  }
+  if (rng() % 2 == 0) pieces.push_back(wire.substr(wire.size()));  // A trailing empty piece.
+  return pieces;
+}
+
+// Decoding `wire` in pieces gives what decoding it whole gave (`outcome`,
+// (*whole)[0, count)), for several ways of cutting it.
+void ExpectSameInPieces(std::string_view wire, int limit, DecodeOutcome outcome, size_t count,
+                        const std::vector<ReceivedGroup>& whole) {
+  std::mt19937_64 rng(wire.size());
+  std::vector<ReceivedGroup> slots;
+  std::string joined;
+  for (int cut = 0; cut < 3; ++cut) {
+    const std::vector<std::string_view> pieces = RandomPieces(wire, rng);
+    size_t n = 0;
+    ASSERT_EQ(DecodeRolloutMessage(pieces, {limit, kMaxGroups}, &slots, &n, &joined), outcome)
+        << pieces.size() << " pieces";
+    if (outcome != DecodeOutcome::kGroup && outcome != DecodeOutcome::kBatch) continue;
+    ASSERT_EQ(n, count);
+    for (size_t i = 0; i < count; ++i) ExpectSame(slots[i], whole[i], /*sizes=*/true);
+  }
+}
+
 // The property the decoder promises: where it does not decline, protobuf
 // parses the same bytes, to the same kind, and converting what it parsed
-// gives what the decoder gave. Returns the outcome.
+// gives what the decoder gave. Returns the outcome. The same bytes in
+// pieces decode alike.
 DecodeOutcome CheckAgainstProtobuf(const std::string& wire, int limit,
                                    std::vector<ReceivedGroup>* slots) {
   size_t count = 0;
   const DecodeOutcome outcome = DecodeRolloutMessage(wire, {limit, kMaxGroups}, slots, &count);
+  ExpectSameInPieces(wire, limit, outcome, count, *slots);
   if (outcome == DecodeOutcome::kDecline) return outcome;
   rlvr::v1::ActorMessage parsed;
   if (outcome == DecodeOutcome::kTooManyGroups) {
@@ -153,6 +199,53 @@ TEST(RolloutDecoderTest, DecodesWhatProtobufParsesOnRandomMessages) {
     decoded += outcome != DecodeOutcome::kDecline;
   }
   EXPECT_EQ(decoded, 400);
+}
+
+TEST(RolloutDecoderTest, DecodesMessagesInPiecesWithoutKeepingViewsOfThem) {
+  std::mt19937_64 rng(5);
+  rlvr::v1::ActorMessage m;
+  for (int k = 0; k < 12; ++k) *m.mutable_group_batch()->add_groups() = RandomGroup(rng);
+  const std::string wire = m.SerializeAsString();
+  std::vector<ReceivedGroup> whole;
+  size_t count = 0;
+  ASSERT_EQ(DecodeRolloutMessage(wire, {8, kMaxGroups}, &whole, &count), DecodeOutcome::kBatch);
+  ASSERT_EQ(count, 12u);
+  // Pieces of every size from 1 byte (every group spans pieces, so the
+  // joined buffer is reused group after group) to the whole message.
+  for (size_t size : {size_t{1}, size_t{7}, size_t{100}, wire.size() / 3, wire.size()}) {
+    std::string copy = wire;
+    std::vector<std::string_view> pieces;
+    for (size_t at = 0; at < copy.size(); at += size) {
+      pieces.push_back(std::string_view(copy).substr(at, size));
+    }
+    std::vector<ReceivedGroup> slots;
+    std::string joined;
+    size_t n = 0;
+    ASSERT_EQ(DecodeRolloutMessage(pieces, {8, kMaxGroups}, &slots, &n, &joined),
+              DecodeOutcome::kBatch)
+        << size;
+    ASSERT_EQ(n, count);
+    // Nothing decoded points into the pieces or the joined buffer.
+    std::fill(copy.begin(), copy.end(), '\xff');
+    std::fill(joined.begin(), joined.end(), '\xff');
+    for (size_t i = 0; i < n; ++i) ExpectSame(slots[i], whole[i], /*sizes=*/true);
+  }
+  // A batch of too many groups is refused from headers that span pieces.
+  rlvr::v1::ActorMessage big;
+  for (size_t k = 0; k <= kMaxGroups; ++k) big.mutable_group_batch()->add_groups()->set_lease_id(k);
+  const std::string big_wire = big.SerializeAsString();
+  std::vector<std::string_view> bytes;
+  for (size_t at = 0; at < big_wire.size(); ++at)
+    bytes.push_back(std::string_view(big_wire).substr(at, 1));
+  std::vector<ReceivedGroup> slots;
+  std::string joined;
+  size_t n = 0;
+  EXPECT_EQ(DecodeRolloutMessage(bytes, {8, kMaxGroups}, &slots, &n, &joined),
+            DecodeOutcome::kTooManyGroups);
+  // No pieces at all: an empty message, declined as the empty string is.
+  EXPECT_EQ(DecodeRolloutMessage(std::span<const std::string_view>(), {8, kMaxGroups}, &slots, &n,
+                                 &joined),
+            DecodeOutcome::kDecline);
 }
 
 TEST(RolloutDecoderTest, KeepsCompletionsUpToTheLimitAndCountsTheRest) {

@@ -9,7 +9,9 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -128,10 +130,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
                        max_receive_bytes_, " (learner.max_message_bytes + max(1 MiB, 1/8))")));
       return;
     }
-    const std::string_view wire = WireBytes();
     size_t count = 0;
-    const DecodeOutcome outcome = DecodeRolloutMessage(
-        wire, DecodeLimits{ingest_->options().group_size, capacity_}, &received_, &count);
+    const DecodeOutcome outcome =
+        DecodeRolloutMessage(WirePieces(), DecodeLimits{ingest_->options().group_size, capacity_},
+                             &received_, &count, &wire_);
     switch (outcome) {
       case DecodeOutcome::kGroup:
       case DecodeOutcome::kBatch:
@@ -142,7 +144,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         SubmitReceived(count, /*batch=*/outcome == DecodeOutcome::kBatch);
         break;
       case DecodeOutcome::kDecline:
-        if (!HandleParsed(wire)) return;
+        if (!HandleParsed(JoinedWire())) return;
         break;
       case DecodeOutcome::kTooManyGroups: {
         if (session_ == 0) {
@@ -187,17 +189,24 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
  private:
-  // The message's bytes, contiguous: its one slice, or the slices copied.
-  std::string_view WireBytes() {
-    if (in_.TrySingleSlice(&in_slice_).ok()) {
-      return {reinterpret_cast<const char*>(in_slice_.begin()), in_slice_.size()};
-    }
+  // The message's bytes as gRPC holds them: its slices, in order (a large
+  // message arrives in several). The decoder reads them in place.
+  std::span<const std::string_view> WirePieces() {
     in_slices_.clear();
+    in_pieces_.clear();
     (void)in_.Dump(&in_slices_);
-    wire_.clear();
     for (const grpc::Slice& slice : in_slices_) {
-      wire_.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+      in_pieces_.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
     }
+    return in_pieces_;
+  }
+
+  // The same bytes contiguous, for protobuf: the one slice, or the slices
+  // copied into wire_.
+  std::string_view JoinedWire() {
+    if (in_pieces_.size() == 1) return in_pieces_[0];
+    wire_.clear();
+    for (const std::string_view piece : in_pieces_) wire_.append(piece);
     return wire_;
   }
 
@@ -328,12 +337,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   }
 
   // Lets go of the last message (its slices and, if it was large, the
-  // joined copy: a session keeps at most kKeepWireBytes between messages)
+  // joined bytes: a session keeps at most kKeepWireBytes between messages)
   // and starts reading the next.
   void ReadNext() {
     in_.Clear();
-    in_slice_ = grpc::Slice();
     in_slices_.clear();
+    in_pieces_.clear();
     if (wire_.capacity() > kKeepWireBytes) std::string().swap(wire_);
     StartRead(&in_);
   }
@@ -432,14 +441,15 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   const std::string peer_;
   const size_t max_receive_bytes_;  // TransportLimitBytes.
   // The read chain's state, only touched by it: the message being read,
-  // its bytes when they came in several slices, and the groups decoded
-  // from it (slots reused across messages). A message the decoder
+  // its slices, the bytes joined where a group spans two of them (or a
+  // declined message did), and the groups decoded from it (slots reused
+  // across messages). A message the decoder
   // declines is parsed on parse_arena_, which keeps its first block
   // (kArenaBlockBytes) across messages.
   grpc::ByteBuffer in_;
-  grpc::Slice in_slice_;
   std::vector<grpc::Slice> in_slices_;
-  std::string wire_;
+  std::vector<std::string_view> in_pieces_;  // Views of in_slices_.
+  std::string wire_;  // A joined group for the decoder, or a declined message for protobuf.
   std::vector<ReceivedGroup> received_;
   size_t capacity_ = 0;  // Hello.capacity: the most groups one message may carry.
   static constexpr size_t kArenaBlockBytes = 64 << 10;

@@ -450,7 +450,8 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
 }
 
 // A batch larger than an HTTP/2 frame arrives in several slices, which the
-// session joins before decoding: every group is judged as if sent alone.
+// session decodes in place (a group that spans two is joined alone): every
+// group is judged as if sent alone.
 TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
   if (!GetParam()) GTEST_SKIP() << "batches only";
   Client c = Connect(8);
@@ -463,6 +464,36 @@ TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
     }
     *batch.mutable_group_batch()->add_groups() = m.group();
   }
+  ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
+  ASSERT_TRUE(c.stream->Write(batch));
+  std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
+  ASSERT_EQ(acks.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(acks[i].accepted()) << acks[i].detail();
+    EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
+  }
+  EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+}
+
+// The same batch with one group the decoder declines (a verifier reason
+// that is UTF-8 but not ASCII): the session joins the slices for protobuf,
+// and every group is judged as if the decoder had read it.
+TEST_P(SessionServiceTest, DeclinedBatchInManySlicesIsParsedWhole) {
+  if (!GetParam()) GTEST_SKIP() << "batches only";
+  Client c = Connect(8);
+  ActorMessage batch;
+  for (int i = 0; i < 8; ++i) {
+    ActorMessage m = Group(c.NextLease(), 1);
+    for (auto& comp : *m.mutable_group()->mutable_completions()) {
+      comp.set_verifier_reason(std::string(1900, 'r'));
+    }
+    if (i == 5) m.mutable_group()->mutable_completions(0)->set_verifier_reason("r\xc3\xa9ponse");
+    *batch.mutable_group_batch()->add_groups() = m.group();
+  }
+  std::vector<ReceivedGroup> slots;
+  size_t count;
+  ASSERT_EQ(DecodeRolloutMessage(batch.SerializeAsString(), {2, 8}, &slots, &count),
+            DecodeOutcome::kDecline);
   ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
   ASSERT_TRUE(c.stream->Write(batch));
   std::vector<rlvr::v1::Ack> acks = c.ReadAcks();

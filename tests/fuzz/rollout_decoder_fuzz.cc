@@ -7,9 +7,11 @@
 // rollouts (floats compared bit for bit). The encoded size must match
 // protobuf's where the bytes are protobuf's own encoding. A batch refused as
 // too large must be one, where protobuf parses it. The output slots
-// are reused across inputs, as a session reuses them across messages.
+// are reused across inputs, as a session reuses them across messages. The
+// same bytes cut into pieces decode to the same result.
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -73,6 +75,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kMaxGroups = 64;
   const DecodeOutcome outcome =
       rlvr::learner::DecodeRolloutMessage(wire, {limit, kMaxGroups}, slots, &count);
+  // The same bytes in pieces (as gRPC hands over a large message), cut
+  // where the input's own bytes say (pieces of 0 to 16 bytes), decode alike.
+  {
+    static auto* piece_slots = new std::vector<ReceivedGroup>();
+    static auto* joined = new std::string();
+    std::vector<std::string_view> pieces;
+    for (size_t at = 0, i = 0; at < size; ++i) {
+      // Empty pieces only in the first pass over the input: the cut ends.
+      const size_t n =
+          std::min<size_t>(std::max<size_t>(data[i % size] % 17, i >= size), size - at);
+      pieces.push_back(wire.substr(at, n));
+      at += n;
+    }
+    size_t piece_count = 0;
+    const DecodeOutcome in_pieces = rlvr::learner::DecodeRolloutMessage(
+        pieces, {limit, kMaxGroups}, piece_slots, &piece_count, joined);
+    if (in_pieces != outcome) Fail("outcome in pieces", 0);
+    if (outcome == DecodeOutcome::kGroup || outcome == DecodeOutcome::kBatch) {
+      if (piece_count != count) Fail("group count in pieces", 0);
+      for (size_t i = 0; i < count; ++i) Compare((*piece_slots)[i], (*slots)[i], true, i);
+    }
+  }
   if (outcome == DecodeOutcome::kDecline) return 0;
   rlvr::v1::ActorMessage parsed;
   const bool parses = parsed.ParseFromArray(data, static_cast<int>(size));
