@@ -159,6 +159,39 @@ class SessionServiceTest : public ::testing::TestWithParam<bool> {
     return m;
   }
 
+  // Sends a batch of 8 groups larger than an HTTP/2 frame, so that it
+  // arrives in several slices, and expects every group accepted. With
+  // `declined`, one group's reason is UTF-8 but not ASCII, which the
+  // decoder leaves to protobuf.
+  void ExpectBatchInManySlicesAccepted(bool declined) {
+    Client c = Connect(8);
+    ActorMessage batch;
+    for (int i = 0; i < 8; ++i) {
+      ActorMessage m = Group(c.NextLease(), 1);
+      // ~1.9 KB of reason per completion: ~3.9 KB per group (limit 4 KiB), ~31 KB in all.
+      for (auto& comp : *m.mutable_group()->mutable_completions()) {
+        comp.set_verifier_reason(std::string(1900, 'r'));
+      }
+      if (declined && i == 5) {
+        m.mutable_group()->mutable_completions(0)->set_verifier_reason("r\xc3\xa9ponse");
+      }
+      *batch.mutable_group_batch()->add_groups() = m.group();
+    }
+    ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
+    std::vector<ReceivedGroup> slots;
+    size_t count;
+    ASSERT_EQ(DecodeRolloutMessage(batch.SerializeAsString(), {2, 8}, &slots, &count),
+              declined ? DecodeOutcome::kDecline : DecodeOutcome::kBatch);
+    ASSERT_TRUE(c.stream->Write(batch));
+    std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
+    ASSERT_EQ(acks.size(), 8u);
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_TRUE(acks[i].accepted()) << acks[i].detail();
+      EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
+    }
+    EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+  }
+
   void ExpectRejected(Client& c, const ActorMessage& m, RejectReason reason) {
     const double before = metrics_.Rejected(reason).Value();
     ASSERT_TRUE(c.Send(m));
@@ -454,55 +487,14 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
 // group is judged as if sent alone.
 TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
   if (!GetParam()) GTEST_SKIP() << "batches only";
-  Client c = Connect(8);
-  ActorMessage batch;
-  for (int i = 0; i < 8; ++i) {
-    ActorMessage m = Group(c.NextLease(), 1);
-    // ~1.9 KB of reason per completion: ~3.9 KB per group (limit 4 KiB), ~31 KB in all.
-    for (auto& comp : *m.mutable_group()->mutable_completions()) {
-      comp.set_verifier_reason(std::string(1900, 'r'));
-    }
-    *batch.mutable_group_batch()->add_groups() = m.group();
-  }
-  ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
-  ASSERT_TRUE(c.stream->Write(batch));
-  std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
-  ASSERT_EQ(acks.size(), 8u);
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_TRUE(acks[i].accepted()) << acks[i].detail();
-    EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
-  }
-  EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+  ExpectBatchInManySlicesAccepted(/*declined=*/false);
 }
 
-// The same batch with one group the decoder declines (a verifier reason
-// that is UTF-8 but not ASCII): the session joins the slices for protobuf,
-// and every group is judged as if the decoder had read it.
+// The same with a group the decoder declines: the session joins the slices
+// for protobuf, and every group is judged as if the decoder had read it.
 TEST_P(SessionServiceTest, DeclinedBatchInManySlicesIsParsedWhole) {
   if (!GetParam()) GTEST_SKIP() << "batches only";
-  Client c = Connect(8);
-  ActorMessage batch;
-  for (int i = 0; i < 8; ++i) {
-    ActorMessage m = Group(c.NextLease(), 1);
-    for (auto& comp : *m.mutable_group()->mutable_completions()) {
-      comp.set_verifier_reason(std::string(1900, 'r'));
-    }
-    if (i == 5) m.mutable_group()->mutable_completions(0)->set_verifier_reason("r\xc3\xa9ponse");
-    *batch.mutable_group_batch()->add_groups() = m.group();
-  }
-  std::vector<ReceivedGroup> slots;
-  size_t count;
-  ASSERT_EQ(DecodeRolloutMessage(batch.SerializeAsString(), {2, 8}, &slots, &count),
-            DecodeOutcome::kDecline);
-  ASSERT_GT(batch.ByteSizeLong(), 16384u);  // More than one HTTP/2 DATA frame.
-  ASSERT_TRUE(c.stream->Write(batch));
-  std::vector<rlvr::v1::Ack> acks = c.ReadAcks();
-  ASSERT_EQ(acks.size(), 8u);
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_TRUE(acks[i].accepted()) << acks[i].detail();
-    EXPECT_EQ(acks[i].lease_id(), batch.group_batch().groups(i).lease_id());
-  }
-  EXPECT_EQ(metrics_.groups_accepted->Value(), 8);
+  ExpectBatchInManySlicesAccepted(/*declined=*/true);
 }
 
 // A RolloutBatch of more groups than the session's capacity (it can hold no
