@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "actor/group_pool.h"
 #include "actor/outbox.h"
@@ -70,6 +71,12 @@ std::atomic<int> g_failures{0};
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The median (of an even count, the mean of the middle two).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v[(v.size() - 1) / 2] + v[v.size() / 2]) / 2;
 }
 
 // The process's minor page faults so far: each is a page the kernel hands
@@ -737,8 +744,7 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
   f.first_s = seconds[0];
   f.second_s = seconds[1];
   std::vector<double> later(seconds.begin() + 2, seconds.end());
-  std::sort(later.begin(), later.end());
-  f.steady_s = (later[(later.size() - 1) / 2] + later[later.size() / 2]) / 2;
+  f.steady_s = Median(later);
   f.reserve_s = *std::max_element(reserve_s.begin(), reserve_s.end());
   f.first_faults = faults[0];
   f.second_faults = faults[1];
@@ -905,6 +911,8 @@ int main(int argc, char** argv) {
           IngestFigures f;
           double raw = 1e9;
           long raw_faults = 0;
+          std::string pairs;  // Each run and the baseline run right after it.
+          std::vector<double> rlvr_runs, raw_runs;
           for (int r = 0; r < reps; ++r) {
             IngestFigures run = RunIngest(groups, actors, b, pool, where);
             if (r == 0 || run.seconds < f.seconds) f = run;
@@ -918,6 +926,9 @@ int main(int argc, char** argv) {
               raw = s;
               raw_faults = faults;
             }
+            absl::StrAppendFormat(&pairs, "%s%.3f/%.3f", r == 0 ? "" : ", ", run.seconds, s);
+            rlvr_runs.push_back(run.seconds);
+            raw_runs.push_back(s);
           }
           const double mb = static_cast<double>(f.bytes) / 1e6;
           std::printf(
@@ -925,6 +936,9 @@ int main(int argc, char** argv) {
               "MB/s | raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
               actors, b, where != nullptr ? "" : ", both ends in one process", f.groups, f.seconds,
               f.groups / f.seconds, mb / f.seconds, raw, mb / raw, raw / f.seconds);
+          const double rlvr_median = Median(rlvr_runs), raw_median = Median(raw_runs);
+          std::printf("      (each run, rlvr/raw s: %s; medians %.3f/%.3f s, ratio %.2f)\n",
+                      pairs.c_str(), rlvr_median, raw_median, raw_median / rlvr_median);
           const double per_group = 1e6 / static_cast<double>(f.groups);
           if (where != nullptr) {
             std::printf(
