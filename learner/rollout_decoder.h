@@ -63,9 +63,10 @@ DecodeOutcome DecodeRolloutMessage(std::string_view wire, const DecodeLimits& li
 // The same for a message held in pieces (gRPC's slices of it, in order;
 // empty pieces allowed), read in place: the result is exactly what
 // decoding the pieces' concatenation gives, without that copy. A group
-// whose bytes span two pieces is copied into *joined (a buffer the caller
-// reuses across calls) and decoded from there; nothing in `out` points
-// into the pieces or *joined.
+// whose bytes are spread over more than one piece is copied into *joined
+// (a buffer the caller reuses across calls; not touched for a single
+// piece) and decoded from there; nothing in `out` points into the pieces
+// or *joined.
 DecodeOutcome DecodeRolloutMessage(std::span<const std::string_view> pieces,
                                    const DecodeLimits& limits, std::vector<ReceivedGroup>* out,
                                    size_t* count, std::string* joined);

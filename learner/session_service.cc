@@ -441,11 +441,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   const std::string peer_;
   const size_t max_receive_bytes_;  // TransportLimitBytes.
   // The read chain's state, only touched by it: the message being read,
-  // its slices, the bytes joined where a group spans two of them (or a
-  // declined message did), and the groups decoded from it (slots reused
-  // across messages). A message the decoder
-  // declines is parsed on parse_arena_, which keeps its first block
-  // (kArenaBlockBytes) across messages.
+  // its slices, the bytes joined where a group is spread over several (or a
+  // declined message's), and the groups decoded from it (slots reused
+  // across messages). A message the decoder declines is parsed on
+  // parse_arena_, which keeps its first block (kArenaBlockBytes) across
+  // messages.
   grpc::ByteBuffer in_;
   std::vector<grpc::Slice> in_slices_;
   std::vector<std::string_view> in_pieces_;  // Views of in_slices_.
