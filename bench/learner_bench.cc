@@ -911,8 +911,7 @@ int main(int argc, char** argv) {
           IngestFigures f;
           double raw = 1e9;
           long raw_faults = 0;
-          std::string pairs;  // Each run and the baseline run right after it.
-          std::vector<double> rlvr_runs, raw_runs;
+          std::vector<double> rlvr_runs, raw_runs;  // Each run and the baseline run after it.
           for (int r = 0; r < reps; ++r) {
             IngestFigures run = RunIngest(groups, actors, b, pool, where);
             if (r == 0 || run.seconds < f.seconds) f = run;
@@ -926,7 +925,6 @@ int main(int argc, char** argv) {
               raw = s;
               raw_faults = faults;
             }
-            absl::StrAppendFormat(&pairs, "%s%.3f/%.3f", r == 0 ? "" : ", ", run.seconds, s);
             rlvr_runs.push_back(run.seconds);
             raw_runs.push_back(s);
           }
@@ -936,6 +934,11 @@ int main(int argc, char** argv) {
               "MB/s | raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
               actors, b, where != nullptr ? "" : ", both ends in one process", f.groups, f.seconds,
               f.groups / f.seconds, mb / f.seconds, raw, mb / raw, raw / f.seconds);
+          std::string pairs;
+          for (size_t r = 0; r < rlvr_runs.size(); ++r) {
+            absl::StrAppendFormat(&pairs, "%s%.3f/%.3f", r == 0 ? "" : ", ", rlvr_runs[r],
+                                  raw_runs[r]);
+          }
           const double rlvr_median = Median(rlvr_runs), raw_median = Median(raw_runs);
           std::printf("      (each run, rlvr/raw s: %s; medians %.3f/%.3f s, ratio %.2f)\n",
                       pairs.c_str(), rlvr_median, raw_median, raw_median / rlvr_median);
