@@ -88,6 +88,13 @@ long MinorFaults() {
   return u.ru_minflt;
 }
 
+// CPU seconds the calling thread has used.
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 #ifndef RLVR_BUILD_TYPE
 #define RLVR_BUILD_TYPE "unknown"
 #endif
@@ -156,15 +163,34 @@ void ReceivePieces(int fd, size_t piece_bytes, size_t total, char* keep) {
   }
 }
 
+// CPU seconds a raw transfer's threads used, summed over its connections.
+struct RawCpu {
+  double sender = 0;
+  double receiver = 0;
+};
+
+// Runs `work` and adds the CPU seconds the calling thread spent in it to
+// `*total` (threads may add at once).
+template <typename Work>
+void AddThreadCpu(std::atomic<double>* total, Work&& work) {
+  const double cpu0 = ThreadCpuSeconds();
+  work();
+  const double used = ThreadCpuSeconds() - cpu0;
+  double seen = total->load();
+  while (!total->compare_exchange_weak(seen, seen + used)) {
+  }
+}
+
 // `streams` concurrent connections, each carrying `repeats` x `source` in
 // pieces of `piece_bytes`. Without `keep`, each piece is received into one
 // reused buffer, as a receiver that parses a message at a time would; with
 // it, connection i receives everything into (*keep)[i] (at least
 // source.size() * repeats bytes, pre-touched), as a receiver that must hold
 // the whole transfer does. Returns seconds; the page faults in that time go
-// to `faults` (if not null).
+// to `faults` and the threads' CPU to `cpu` (each if not null).
 double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats, int streams,
-                   long* faults = nullptr, std::vector<std::string>* keep = nullptr) {
+                   long* faults = nullptr, std::vector<std::string>* keep = nullptr,
+                   RawCpu* cpu = nullptr) {
   int port = 0;
   int lfd = Listen(&port);
   std::vector<int> client_fds(streams), server_fds(streams);
@@ -175,17 +201,23 @@ double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats
   const size_t total = source.size() * repeats;
   const long faults0 = MinorFaults();
   auto t0 = Clock::now();
+  std::atomic<double> send_cpu{0}, receive_cpu{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < streams; ++i) {
-    threads.emplace_back([&, i] { SendPieces(client_fds[i], source, piece_bytes, repeats); });
     threads.emplace_back([&, i] {
-      ReceivePieces(server_fds[i], piece_bytes, total,
-                    keep != nullptr ? (*keep)[i].data() : nullptr);
+      AddThreadCpu(&send_cpu, [&] { SendPieces(client_fds[i], source, piece_bytes, repeats); });
+    });
+    threads.emplace_back([&, i] {
+      AddThreadCpu(&receive_cpu, [&] {
+        ReceivePieces(server_fds[i], piece_bytes, total,
+                      keep != nullptr ? (*keep)[i].data() : nullptr);
+      });
     });
   }
   for (auto& t : threads) t.join();
   double s = Since(t0);
   if (faults != nullptr) *faults = MinorFaults() - faults0;
+  if (cpu != nullptr) *cpu = {send_cpu.load(), receive_cpu.load()};
   for (int i = 0; i < streams; ++i) {
     close(client_fds[i]);
     close(server_fds[i]);
@@ -224,6 +256,9 @@ struct IngestFigures {
   double cpu_seconds = 0;
   long faults = 0;
   double learner_cpu_seconds = 0;  // The learner's process, connecting included.
+  // The learner's process in the timed window (actors in a process of their
+  // own only; read there from the learner's process CPU clock).
+  double learner_window_cpu_seconds = 0;
   size_t groups = 0;
   size_t bytes = 0;
 };
@@ -292,8 +327,19 @@ class IngestLearner {
 // WorkLease) and acks; the "generation" thread takes up to `batch` leases,
 // makes their groups and hands them to the Outbox packed by
 // actor::PackGroups; a writer thread drains the Outbox. batch == 1 plays an
-// older actor: no batch_messages, one group per message.
-IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int batch, bool pool) {
+// older actor: no batch_messages, one group per message. `learner_pid`: the
+// learner's process when it is another one (its CPU in the window is read
+// too), else 0.
+IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int batch, bool pool,
+                                pid_t learner_pid) {
+  clockid_t learner_clock{};
+  const bool learner_cpu =
+      learner_pid != 0 && clock_getcpuclockid(learner_pid, &learner_clock) == 0;
+  auto learner_cpu_now = [&] {
+    timespec t{};
+    if (!learner_cpu || clock_gettime(learner_clock, &t) != 0) return 0.0;
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
   // What generation hands over: each completion's sampled ids and log-probs
   // (actor/rollout.cc builds its groups from them). With `pool`, each actor
   // builds every group from them when it is finished, in a group from its
@@ -320,6 +366,7 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
   int opened = 0;  // Guarded by window_mu.
   Clock::time_point t0, t1;
   std::clock_t cpu0 = 0, cpu1 = 0;
+  double learner_cpu0 = 0, learner_cpu1 = 0;
   long faults0 = 0, faults1 = 0;
   std::vector<std::thread> clients;
   for (int a = 0; a < actors; ++a) {
@@ -342,6 +389,7 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
         if (++opened == actors) {
           t0 = Clock::now();
           cpu0 = std::clock();
+          learner_cpu0 = learner_cpu_now();
           faults0 = MinorFaults();
         }
         auto all_open = [&] { return opened == actors; };
@@ -359,6 +407,7 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
         if (now_acked == total_groups) {
           t1 = Clock::now();
           cpu1 = std::clock();
+          learner_cpu1 = learner_cpu_now();
           faults1 = MinorFaults();
         }
         if (now_acked >= total_groups) {
@@ -453,6 +502,7 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
   IngestFigures f;
   f.seconds = std::chrono::duration<double>(t1 - t0).count();
   f.cpu_seconds = static_cast<double>(cpu1 - cpu0) / CLOCKS_PER_SEC;
+  f.learner_window_cpu_seconds = learner_cpu1 - learner_cpu0;
   f.faults = faults1 - faults0;
   f.groups = acked.load();
   f.bytes = bytes.load();
@@ -471,11 +521,14 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
 // it too; --actors_in_process 1 adds the rows of both ends in one process.
 //
 // The helper reads one command per line and answers one line:
-//   ingest PORT GROUPS ACTORS BATCH POOL -> SECONDS CPU FAULTS GROUPS BYTES FAILURES
-//   raw PORT REPEATS STREAMS             -> T0_NS (sends REPEATS x the group's
+//   ingest PORT GROUPS ACTORS BATCH POOL -> SECONDS CPU LEARNER_CPU FAULTS GROUPS BYTES
+//                                           FAILURES (CPU: this process's seconds in
+//                                           the window; LEARNER_CPU: the learner's)
+//   raw PORT REPEATS STREAMS             -> T0_NS CPU (sends REPEATS x the group's
 //                                           bytes on each of STREAMS connections;
 //                                           T0 on the steady clock, which is
-//                                           the machine's monotonic clock)
+//                                           the machine's monotonic clock; CPU:
+//                                           the sending threads' seconds)
 class ActorProcess {
  public:
   // Forks the helper. Call before the process starts a thread.
@@ -530,8 +583,9 @@ class ActorProcess {
     std::fflush(to_);
     IngestFigures f;
     int failures = 0;
-    if (std::fscanf(from_, "%lf %lf %ld %zu %zu %d", &f.seconds, &f.cpu_seconds, &f.faults,
-                    &f.groups, &f.bytes, &failures) != 6) {
+    if (std::fscanf(from_, "%lf %lf %lf %ld %zu %zu %d", &f.seconds, &f.cpu_seconds,
+                    &f.learner_window_cpu_seconds, &f.faults, &f.groups, &f.bytes,
+                    &failures) != 7) {
       std::fprintf(stderr, "actor process: no answer\n");
       std::exit(1);
     }
@@ -543,9 +597,10 @@ class ActorProcess {
     std::fprintf(to_, "raw %d %zu %d\n", port, repeats, streams);
     std::fflush(to_);
   }
-  Clock::time_point FinishRawSend() {
+  // The helper's T0; its senders' CPU seconds go to `sender_cpu`.
+  Clock::time_point FinishRawSend(double* sender_cpu) {
     long long t0_ns = 0;
-    if (std::fscanf(from_, "%lld", &t0_ns) != 1) {
+    if (std::fscanf(from_, "%lld %lf", &t0_ns, sender_cpu) != 2) {
       std::fprintf(stderr, "actor process: no answer\n");
       std::exit(1);
     }
@@ -564,24 +619,28 @@ class ActorProcess {
       if (std::sscanf(line, "ingest %d %zu %d %d %d", &port, &groups, &actors, &batch, &pool) ==
           5) {
         const int failures0 = g_failures.load();
-        IngestFigures f = DriveIngestActors(port, groups, actors, batch, pool != 0);
-        std::fprintf(out, "%.9f %.9f %ld %zu %zu %d\n", f.seconds, f.cpu_seconds, f.faults,
-                     f.groups, f.bytes, g_failures.load() - failures0);
+        IngestFigures f = DriveIngestActors(port, groups, actors, batch, pool != 0, getppid());
+        std::fprintf(out, "%.9f %.9f %.9f %ld %zu %zu %d\n", f.seconds, f.cpu_seconds,
+                     f.learner_window_cpu_seconds, f.faults, f.groups, f.bytes,
+                     g_failures.load() - failures0);
       } else if (std::sscanf(line, "raw %d %zu %d", &port, &repeats, &streams) == 3) {
         std::vector<int> fds;
         for (int i = 0; i < streams; ++i) fds.push_back(Connect(port));
         const Clock::time_point t0 = Clock::now();
+        std::atomic<double> cpu{0};
         std::vector<std::thread> senders;
         for (int fd : fds) {
-          senders.emplace_back(
-              [&, fd] { SendPieces(fd, group_bytes, group_bytes.size(), repeats); });
+          senders.emplace_back([&, fd] {
+            AddThreadCpu(&cpu, [&] { SendPieces(fd, group_bytes, group_bytes.size(), repeats); });
+          });
         }
         for (auto& t : senders) t.join();
         for (int fd : fds) close(fd);
-        std::fprintf(out, "%lld\n",
+        std::fprintf(out, "%lld %.9f\n",
                      static_cast<long long>(
                          std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch())
-                             .count()));
+                             .count()),
+                     cpu.load());
       } else {
         std::fprintf(stderr, "actor process: bad command: %s", line);
         std::_Exit(1);
@@ -603,7 +662,8 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool,
   const std::clock_t cpu0 = std::clock();
   IngestFigures f = actors_process != nullptr
                         ? actors_process->Ingest(learner.port(), total_groups, actors, batch, pool)
-                        : DriveIngestActors(learner.port(), total_groups, actors, batch, pool);
+                        : DriveIngestActors(learner.port(), total_groups, actors, batch, pool,
+                                            /*learner_pid=*/0);
   f.learner_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   return f;
 }
@@ -611,24 +671,29 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool,
 // The raw baseline of an ingest run with its actors in `senders`: `repeats`
 // x the group's bytes on each of `streams` connections from the helper,
 // received here a group at a time. Seconds from the helper's connected
-// sockets to the last byte received here.
+// sockets to the last byte received here; the page faults here go to
+// `faults`, both ends' threads' CPU to `cpu`.
 double RawTransferFrom(ActorProcess* senders, size_t piece_bytes, size_t repeats, int streams,
-                       long* faults) {
+                       long* faults, RawCpu* cpu) {
   int port = 0;
   const int lfd = Listen(&port);
   senders->StartRawSend(port, repeats, streams);
   std::vector<int> fds(streams);
   for (int i = 0; i < streams; ++i) fds[i] = accept(lfd, nullptr, nullptr);
   const long faults0 = MinorFaults();
+  std::atomic<double> receive_cpu{0};
   std::vector<std::thread> receivers;
   for (int fd : fds) {
-    receivers.emplace_back(
-        [&, fd] { ReceivePieces(fd, piece_bytes, piece_bytes * repeats, nullptr); });
+    receivers.emplace_back([&, fd] {
+      AddThreadCpu(&receive_cpu,
+                   [&] { ReceivePieces(fd, piece_bytes, piece_bytes * repeats, nullptr); });
+    });
   }
   for (auto& t : receivers) t.join();
   const Clock::time_point t1 = Clock::now();
   *faults = MinorFaults() - faults0;
-  const Clock::time_point t0 = senders->FinishRawSend();
+  cpu->receiver = receive_cpu.load();
+  const Clock::time_point t0 = senders->FinishRawSend(&cpu->sender);
   for (int fd : fds) close(fd);
   close(lfd);
   return std::chrono::duration<double>(t1 - t0).count();
@@ -912,15 +977,21 @@ int main(int argc, char** argv) {
           double raw = 1e9;
           long raw_faults = 0;
           std::vector<double> rlvr_runs, raw_runs;  // Each run and the baseline run after it.
+          std::vector<double> rlvr_cpu, raw_cpu;    // Each run's CPU seconds, both ends.
           for (int r = 0; r < reps; ++r) {
             IngestFigures run = RunIngest(groups, actors, b, pool, where);
             if (r == 0 || run.seconds < f.seconds) f = run;
             long faults = 0;
+            RawCpu raw_run_cpu;
             const double s = where != nullptr
                                  ? RawTransferFrom(where, group_bytes.size(), run.groups / actors,
-                                                   actors, &faults)
+                                                   actors, &faults, &raw_run_cpu)
                                  : RawTransfer(group_bytes, group_bytes.size(), run.groups / actors,
-                                               actors, &faults);
+                                               actors, &faults, nullptr, &raw_run_cpu);
+            // With the actors in this process, cpu_seconds is both ends' already.
+            rlvr_cpu.push_back(run.cpu_seconds +
+                               (where != nullptr ? run.learner_window_cpu_seconds : 0));
+            raw_cpu.push_back(raw_run_cpu.sender + raw_run_cpu.receiver);
             if (s < raw) {
               raw = s;
               raw_faults = faults;
@@ -934,20 +1005,30 @@ int main(int argc, char** argv) {
               "MB/s | raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
               actors, b, where != nullptr ? "" : ", both ends in one process", f.groups, f.seconds,
               f.groups / f.seconds, mb / f.seconds, raw, mb / raw, raw / f.seconds);
-          std::string pairs;
-          for (size_t r = 0; r < rlvr_runs.size(); ++r) {
-            absl::StrAppendFormat(&pairs, "%s%.3f/%.3f", r == 0 ? "" : ", ", rlvr_runs[r],
-                                  raw_runs[r]);
-          }
+          const double per_group = 1e6 / static_cast<double>(f.groups);
+          // "rlvr/raw, ..." for each run, the figures times `scale`.
+          auto each_run = [](const std::vector<double>& rlvr_side,
+                             const std::vector<double>& raw_side, double scale, int digits) {
+            std::string out;
+            for (size_t r = 0; r < rlvr_side.size(); ++r) {
+              absl::StrAppendFormat(&out, "%s%.*f/%.*f", r == 0 ? "" : ", ", digits,
+                                    rlvr_side[r] * scale, digits, raw_side[r] * scale);
+            }
+            return out;
+          };
           const double rlvr_median = Median(rlvr_runs), raw_median = Median(raw_runs);
           std::printf("      (each run, rlvr/raw s: %s; medians %.3f/%.3f s, ratio %.2f)\n",
-                      pairs.c_str(), rlvr_median, raw_median, raw_median / rlvr_median);
-          const double per_group = 1e6 / static_cast<double>(f.groups);
+                      each_run(rlvr_runs, raw_runs, 1, 3).c_str(), rlvr_median, raw_median,
+                      raw_median / rlvr_median);
+          std::printf("      (each run, CPU us/group of both ends, rlvr/raw: %s)\n",
+                      each_run(rlvr_cpu, raw_cpu, per_group, 1).c_str());
           if (where != nullptr) {
             std::printf(
-                "      (CPU: learner process %.0f us/group over the run, actors' process %.0f "
-                "us/group in the window; page faults %ld in the actors' process, raw %ld)\n",
-                f.learner_cpu_seconds * per_group, f.cpu_seconds * per_group, f.faults, raw_faults);
+                "      (CPU in the window: learner process %.0f us/group (%.0f over the run, "
+                "connecting included), actors' process %.0f us/group; page faults %ld in the "
+                "actors' process, raw %ld)\n",
+                f.learner_window_cpu_seconds * per_group, f.learner_cpu_seconds * per_group,
+                f.cpu_seconds * per_group, f.faults, raw_faults);
           } else {
             std::printf(
                 "      (process CPU in the window %.0f us/group; page faults %ld, raw %ld)\n",
