@@ -5,6 +5,11 @@
 //     group per message and in RolloutBatches of B groups, vs the same bytes
 //     pushed through one raw TCP connection per stream; the actors (and the
 //     raw senders) run in a second process, as actors do, forked at start;
+//     each row runs twice, rlvr and raw alike: with the learner's process and
+//     the actors' process each on a CPU of its own, as in a deployment (a
+//     learner and its actors never share a core), and with both free to use
+//     every CPU (where both raw ends can land on one CPU and skip the
+//     cross-CPU wake-ups and cache transfers a real link pays);
 //  2. weight fan-out: one 100 MB version to 1, 4 and 8 WatchWeights streams
 //     vs one raw TCP copy of 100 MB per watcher, all at once, each received
 //     into a buffer of its own (the receiver keeps the version, as a watcher
@@ -22,10 +27,12 @@
 //
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
 //                      [--only ingest|fanout] [--unbatched 0|1] [--pool 0|1]
-//                      [--watchers W] [--actors_in_process 0|1]
+//                      [--watchers W] [--actors_in_process 0|1] [--layouts own|shared|both]
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -35,6 +42,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -93,6 +101,44 @@ double ThreadCpuSeconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// The CPUs this process may run on.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Lets every thread of this process run on `cpus` only; threads started
+// later inherit it from the thread that starts them. Called while the
+// process's threads are idle (between runs). Exits on failure: a row must
+// not claim a layout it did not get.
+void SetProcessCpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  // Twice: a thread started by a thread not yet moved is moved the second time.
+  for (int pass = 0; pass < 2; ++pass) {
+    DIR* tasks = opendir("/proc/self/task");
+    if (tasks == nullptr) {
+      std::perror("opendir /proc/self/task");
+      std::exit(1);
+    }
+    while (const dirent* e = readdir(tasks)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (tid > 0 && sched_setaffinity(tid, sizeof(set), &set) != 0 && errno != ESRCH) {
+        std::perror("sched_setaffinity");
+        std::exit(1);
+      }
+    }
+    closedir(tasks);
+  }
 }
 
 #ifndef RLVR_BUILD_TYPE
@@ -529,6 +575,8 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
 //                                           T0 on the steady clock, which is
 //                                           the machine's monotonic clock; CPU:
 //                                           the sending threads' seconds)
+//   cpus C1,C2,...                       -> ok (the helper's threads run on
+//                                           those CPUs only, SetProcessCpus)
 class ActorProcess {
  public:
   // Forks the helper. Call before the process starts a thread.
@@ -546,12 +594,6 @@ class ActorProcess {
     }
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getenv("PIN")) {
-        cpu_set_t c;
-        CPU_ZERO(&c);
-        CPU_SET(1, &c);
-        sched_setaffinity(0, sizeof(c), &c);
-      }
       close(down[1]);
       close(up[0]);
       Serve(fdopen(down[0], "r"), fdopen(up[1], "w"));
@@ -559,12 +601,6 @@ class ActorProcess {
     }
     close(down[0]);
     close(up[1]);
-    if (getenv("PIN")) {
-      cpu_set_t c;
-      CPU_ZERO(&c);
-      CPU_SET(0, &c);
-      sched_setaffinity(0, sizeof(c), &c);
-    }
     auto p = std::unique_ptr<ActorProcess>(new ActorProcess);
     p->pid_ = pid;
     p->to_ = fdopen(down[1], "w");
@@ -591,6 +627,19 @@ class ActorProcess {
     }
     g_failures += failures;
     return f;
+  }
+
+  // Lets the helper's threads run on `cpus` only.
+  void SetCpus(const std::vector<int>& cpus) {
+    std::string list;
+    for (int c : cpus) absl::StrAppend(&list, list.empty() ? "" : ",", c);
+    std::fprintf(to_, "cpus %s\n", list.c_str());
+    std::fflush(to_);
+    char ok[8] = {};
+    if (std::fscanf(from_, "%7s", ok) != 1 || std::strcmp(ok, "ok") != 0) {
+      std::fprintf(stderr, "actor process: no answer\n");
+      std::exit(1);
+    }
   }
 
   void StartRawSend(int port, size_t repeats, int streams) {
@@ -641,6 +690,15 @@ class ActorProcess {
                          std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch())
                              .count()),
                      cpu.load());
+      } else if (std::strncmp(line, "cpus ", 5) == 0) {
+        std::vector<int> cpus;
+        for (const char* p = line + 5; *p >= '0' && *p <= '9';) {
+          char* end = nullptr;
+          cpus.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+          p = *end == ',' ? end + 1 : end;
+        }
+        SetProcessCpus(cpus);
+        std::fprintf(out, "ok\n");
       } else {
         std::fprintf(stderr, "actor process: bad command: %s", line);
         std::_Exit(1);
@@ -832,14 +890,15 @@ int main(int argc, char** argv) {
   using namespace rlvr::learner;
   size_t groups = 3000;
   size_t blob_mb = 100;
-  int batch = 16;           // actor.max_batch_prompts' default: groups finished together.
-  std::string only;         // "ingest" or "fanout": run one part.
-  bool unbatched = true;    // --unbatched 0 skips the one-group-per-message rows.
-  int reps = 3;             // Each figure (and its baseline) is the fastest of this many runs.
-  int streams = 0;          // --streams N: only the N-stream ingest rows (0: 1 and 4).
-  bool pool = true;         // --pool 0: groups prebuilt before the clock, not recycled.
-  int watchers = 0;         // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
-  bool in_process = false;  // --actors_in_process 1: also the ingest rows in one process.
+  int batch = 16;                // actor.max_batch_prompts' default: groups finished together.
+  std::string only;              // "ingest" or "fanout": run one part.
+  bool unbatched = true;         // --unbatched 0 skips the one-group-per-message rows.
+  int reps = 3;                  // Each figure (and its baseline) is the fastest of this many runs.
+  int streams = 0;               // --streams N: only the N-stream ingest rows (0: 1 and 4).
+  bool pool = true;              // --pool 0: groups prebuilt before the clock, not recycled.
+  int watchers = 0;              // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
+  bool in_process = false;       // --actors_in_process 1: also the ingest rows in one process.
+  std::string layouts = "both";  // --layouts own|shared|both: the ingest rows' CPU layouts.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -851,6 +910,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--pool") == 0) pool = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--watchers") == 0) watchers = std::max(0, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--actors_in_process") == 0) in_process = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--layouts") == 0) layouts = argv[i + 1];
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
@@ -964,13 +1024,38 @@ int main(int argc, char** argv) {
     }
     RunIngest(200, 1, batch, pool, actors_process.get());  // Warm-ups.
     if (in_process) RunIngest(200, 1, batch, pool, nullptr);
+    // Where each row's two processes run (rlvr's and the raw baseline's alike).
+    struct Layout {
+      ActorProcess* where;  // The actors' process; null: in this one.
+      bool own_cpus;        // The learner's process on one CPU, the actors' on another.
+      std::string label;
+    };
+    const std::vector<int> cpus = AllowedCpus();
+    std::vector<Layout> ingest_layouts;
+    if (layouts != "shared") {
+      if (cpus.size() >= 2) {
+        ingest_layouts.push_back(
+            {actors_process.get(), true,
+             absl::StrFormat(", each side on a CPU of its own (%d, %d)", cpus[0], cpus[1])});
+      } else {
+        std::printf("  (one CPU allowed: no rows with a CPU per side)\n");
+      }
+    }
+    if (layouts != "own") {
+      ingest_layouts.push_back({actors_process.get(), false, ", both sides on any CPU"});
+    }
+    if (in_process) ingest_layouts.push_back({nullptr, false, ", both ends in one process"});
     for (int b : {1, batch}) {
       if (b == 1 && !unbatched) continue;
       std::printf("  %s\n", b == 1 ? "one group per message (an actor without batch_messages):"
                                    : "RolloutBatch of up to --batch groups (the actor's path):");
       for (int actors : streams != 0 ? std::vector<int>{streams} : std::vector<int>{1, 4}) {
-        for (ActorProcess* where : {actors_process.get(), static_cast<ActorProcess*>(nullptr)}) {
-          if (where == nullptr && !in_process) continue;
+        for (const Layout& layout : ingest_layouts) {
+          ActorProcess* const where = layout.where;
+          if (layout.own_cpus) {
+            SetProcessCpus({cpus[0]});
+            where->SetCpus({cpus[1]});
+          }
           // Fastest of `reps` runs on each side: on a shared machine the
           // slower runs measure the neighbours.
           IngestFigures f;
@@ -1003,8 +1088,8 @@ int main(int argc, char** argv) {
           std::printf(
               "    %d actor stream(s), batch %d%s: %zu groups in %.3f s = %.0f groups/s, %.1f "
               "MB/s | raw TCP same bytes: %.3f s = %.1f MB/s | ratio %.2f\n",
-              actors, b, where != nullptr ? "" : ", both ends in one process", f.groups, f.seconds,
-              f.groups / f.seconds, mb / f.seconds, raw, mb / raw, raw / f.seconds);
+              actors, b, layout.label.c_str(), f.groups, f.seconds, f.groups / f.seconds,
+              mb / f.seconds, raw, mb / raw, raw / f.seconds);
           const double per_group = 1e6 / static_cast<double>(f.groups);
           // "rlvr/raw, ..." for each run, the figures times `scale`.
           auto each_run = [](const std::vector<double>& rlvr_side,
@@ -1033,6 +1118,10 @@ int main(int argc, char** argv) {
             std::printf(
                 "      (process CPU in the window %.0f us/group; page faults %ld, raw %ld)\n",
                 f.cpu_seconds * per_group, f.faults, raw_faults);
+          }
+          if (layout.own_cpus) {
+            SetProcessCpus(cpus);
+            where->SetCpus(cpus);
           }
         }
       }
