@@ -6,8 +6,8 @@
 //     pushed through one raw TCP connection per stream; the actors (and the
 //     raw senders) run in a second process, as actors do, forked at start;
 //     each row runs twice, rlvr and raw alike: with the learner's process and
-//     the actors' process each on a CPU of its own, as in a deployment (a
-//     learner and its actors never share a core), and with both free to use
+//     the actors' process each on a CPU of its own, as in a deployment (where
+//     a learner and its actors do not share a core), and with both free to use
 //     every CPU (where both raw ends can land on one CPU and skip the
 //     cross-CPU wake-ups and cache transfers a real link pays);
 //  2. weight fan-out: one 100 MB version to 1, 4 and 8 WatchWeights streams
@@ -96,12 +96,15 @@ long MinorFaults() {
   return u.ru_minflt;
 }
 
-// CPU seconds the calling thread has used.
-double ThreadCpuSeconds() {
+// Seconds on `clock` (a CPU-time clock here); 0 if it cannot be read.
+double ClockSeconds(clockid_t clock) {
   timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  if (clock_gettime(clock, &t) != 0) return 0;
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
+
+// CPU seconds the calling thread has used.
+double ThreadCpuSeconds() { return ClockSeconds(CLOCK_THREAD_CPUTIME_ID); }
 
 // The CPUs this process may run on.
 std::vector<int> AllowedCpus() {
@@ -381,11 +384,7 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
   clockid_t learner_clock{};
   const bool learner_cpu =
       learner_pid != 0 && clock_getcpuclockid(learner_pid, &learner_clock) == 0;
-  auto learner_cpu_now = [&] {
-    timespec t{};
-    if (!learner_cpu || clock_gettime(learner_clock, &t) != 0) return 0.0;
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-  };
+  auto learner_cpu_now = [&] { return learner_cpu ? ClockSeconds(learner_clock) : 0.0; };
   // What generation hands over: each completion's sampled ids and log-probs
   // (actor/rollout.cc builds its groups from them). With `pool`, each actor
   // builds every group from them when it is finished, in a group from its
