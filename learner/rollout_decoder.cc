@@ -168,13 +168,7 @@ class PieceReader : public WireRules<PieceReader> {
 
   bool Advance(size_t n) {
     if (n > left_) return false;
-    left_ -= n;
-    while (n > 0) {
-      Settle();
-      const size_t take = std::min(n, pieces_[piece_].size() - at_);
-      at_ += take;
-      n -= take;
-    }
+    Walk(n, [](const char*, size_t) {});
     return true;
   }
 
@@ -198,18 +192,26 @@ class PieceReader : public WireRules<PieceReader> {
       return Reader(p, p + left_);
     }
     joined->clear();
-    while (from.left_ > 0) {
-      from.Settle();
-      const size_t take = std::min(from.left_, from.pieces_[from.piece_].size() - from.at_);
-      joined->append(from.pieces_[from.piece_].data() + from.at_, take);
-      from.at_ += take;
-      from.left_ -= take;
-    }
+    from.Walk(from.left_, [joined](const char* run, size_t n) { joined->append(run, n); });
     const auto* p = reinterpret_cast<const uint8_t*>(joined->data());
     return Reader(p, p + joined->size());
   }
 
  private:
+  // Moves past the next `n` bytes (at most those left), handing each run of
+  // them that lies in one piece to `visit`.
+  template <typename Visit>
+  void Walk(size_t n, Visit&& visit) {
+    left_ -= n;
+    while (n > 0) {
+      Settle();
+      const size_t run = std::min(n, pieces_[piece_].size() - at_);
+      visit(pieces_[piece_].data() + at_, run);
+      at_ += run;
+      n -= run;
+    }
+  }
+
   // Moves past used-up (or empty) pieces. Called only while bytes are
   // left, so a piece that holds one follows.
   void Settle() {
