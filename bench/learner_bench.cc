@@ -45,6 +45,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -116,6 +117,14 @@ double ClockSeconds(clockid_t clock) {
 
 // CPU seconds the calling thread has used.
 double ThreadCpuSeconds() { return ClockSeconds(CLOCK_THREAD_CPUTIME_ID); }
+
+// The machine's load averages over 1, 5 and 15 minutes ("?" where unknown):
+// figures from a busy machine measure its neighbours too.
+std::string LoadAverage() {
+  double l[3];
+  if (getloadavg(l, 3) != 3) return "?";
+  return absl::StrFormat("%.2f %.2f %.2f", l[0], l[1], l[2]);
+}
 
 // The CPUs this process may run on.
 std::vector<int> AllowedCpus() {
@@ -899,7 +908,8 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
 void PrintTargets() {
   if (g_targets.empty()) return;
   int met = 0, targets = 0;
-  std::printf("\n[targets] ratio to raw TCP >= %.1f in this run (issue 23)\n", kTargetRatio);
+  std::printf("\n[targets] ratio to raw TCP >= %.1f in this run (issue 23); load average now %s\n",
+              kTargetRatio, LoadAverage().c_str());
   for (bool target : {true, false}) {
     const bool any = std::any_of(g_targets.begin(), g_targets.end(),
                                  [&](const TargetLine& t) { return t.target == target; });
@@ -973,6 +983,7 @@ int main(int argc, char** argv) {
       kept ? absl::StrCat("at most ", rlvr::AllocatorArenaCap(), " (one per CPU)").c_str()
            : "glibc's default (up to 8 per CPU)");
   std::printf("  absl::Mutex deadlock detection: off (DisableMutexDeadlockDetection, as `rlvr`)\n");
+  std::printf("  load average at start: %s\n", LoadAverage().c_str());
 
   // 1. Ingest.
   if (only != "fanout") {
