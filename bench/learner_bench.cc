@@ -232,11 +232,26 @@ void ReceivePieces(int fd, size_t piece_bytes, size_t total, char* keep) {
   }
 }
 
-// CPU seconds a raw transfer's threads used, summed over its connections.
+// CPU seconds a raw transfer's threads used, summed over its connections,
+// and the times its receivers waited for bytes (slept in recv).
 struct RawCpu {
   double sender = 0;
   double receiver = 0;
+  long receiver_waits = 0;
 };
+
+// Context switches so far: the calling thread's voluntary ones (it slept,
+// waiting), or the process's voluntary and involuntary ones together.
+long ThreadWaits() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
+}
+long ProcessSwitches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_nvcsw + u.ru_nivcsw;
+}
 
 // Runs `work` and adds the CPU seconds the calling thread spent in it to
 // `*total` (threads may add at once).
@@ -271,22 +286,25 @@ double RawTransfer(const std::string& source, size_t piece_bytes, size_t repeats
   const long faults0 = MinorFaults();
   auto t0 = Clock::now();
   std::atomic<double> send_cpu{0}, receive_cpu{0};
+  std::atomic<long> receive_waits{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < streams; ++i) {
     threads.emplace_back([&, i] {
       AddThreadCpu(&send_cpu, [&] { SendPieces(client_fds[i], source, piece_bytes, repeats); });
     });
     threads.emplace_back([&, i] {
+      const long waits0 = ThreadWaits();
       AddThreadCpu(&receive_cpu, [&] {
         ReceivePieces(server_fds[i], piece_bytes, total,
                       keep != nullptr ? (*keep)[i].data() : nullptr);
       });
+      receive_waits += ThreadWaits() - waits0;
     });
   }
   for (auto& t : threads) t.join();
   double s = Since(t0);
   if (faults != nullptr) *faults = MinorFaults() - faults0;
-  if (cpu != nullptr) *cpu = {send_cpu.load(), receive_cpu.load()};
+  if (cpu != nullptr) *cpu = {send_cpu.load(), receive_cpu.load(), receive_waits.load()};
   for (int i = 0; i < streams; ++i) {
     close(client_fds[i]);
     close(server_fds[i]);
@@ -325,6 +343,7 @@ struct IngestFigures {
   double cpu_seconds = 0;
   long faults = 0;
   double learner_cpu_seconds = 0;  // The learner's process, connecting included.
+  long learner_switches = 0;       // Its context switches, connecting included.
   // The learner's process in the timed window (actors in a process of their
   // own only; read there from the learner's process CPU clock).
   double learner_window_cpu_seconds = 0;
@@ -737,11 +756,13 @@ IngestFigures RunIngest(size_t total_groups, int actors, int batch, bool pool,
                         ActorProcess* actors_process) {
   IngestLearner learner;
   const std::clock_t cpu0 = std::clock();
+  const long switches0 = ProcessSwitches();
   IngestFigures f = actors_process != nullptr
                         ? actors_process->Ingest(learner.port(), total_groups, actors, batch, pool)
                         : DriveIngestActors(learner.port(), total_groups, actors, batch, pool,
                                             /*learner_pid=*/0);
   f.learner_cpu_seconds = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  f.learner_switches = ProcessSwitches() - switches0;
   return f;
 }
 
@@ -759,14 +780,18 @@ double RawTransferFrom(ActorProcess* senders, size_t piece_bytes, size_t repeats
   for (int i = 0; i < streams; ++i) fds[i] = accept(lfd, nullptr, nullptr);
   const long faults0 = MinorFaults();
   std::atomic<double> receive_cpu{0};
+  std::atomic<long> receive_waits{0};
   std::vector<std::thread> receivers;
   for (int fd : fds) {
     receivers.emplace_back([&, fd] {
+      const long waits0 = ThreadWaits();
       AddThreadCpu(&receive_cpu,
                    [&] { ReceivePieces(fd, piece_bytes, piece_bytes * repeats, nullptr); });
+      receive_waits += ThreadWaits() - waits0;
     });
   }
   for (auto& t : receivers) t.join();
+  cpu->receiver_waits = receive_waits.load();
   const Clock::time_point t1 = Clock::now();
   *faults = MinorFaults() - faults0;
   cpu->receiver = receive_cpu.load();
@@ -1108,6 +1133,9 @@ int main(int argc, char** argv) {
           long raw_faults = 0;
           std::vector<double> rlvr_runs, raw_runs;  // Each run and the baseline run after it.
           std::vector<double> rlvr_cpu, raw_cpu;    // Each run's CPU seconds, both ends.
+          // Each run's context switches in the learner's process (connecting
+          // included) and times the raw receivers waited in recv.
+          std::vector<double> rlvr_switches, raw_waits;
           for (int r = 0; r < reps; ++r) {
             IngestFigures run = RunIngest(groups, actors, b, pool, where);
             if (r == 0 || run.seconds < f.seconds) f = run;
@@ -1122,6 +1150,8 @@ int main(int argc, char** argv) {
             rlvr_cpu.push_back(run.cpu_seconds +
                                (where != nullptr ? run.learner_window_cpu_seconds : 0));
             raw_cpu.push_back(raw_run_cpu.sender + raw_run_cpu.receiver);
+            rlvr_switches.push_back(static_cast<double>(run.learner_switches));
+            raw_waits.push_back(static_cast<double>(raw_run_cpu.receiver_waits));
             if (s < raw) {
               raw = s;
               raw_faults = faults;
@@ -1152,6 +1182,12 @@ int main(int argc, char** argv) {
                       raw_median / rlvr_median);
           std::printf("      (each run, CPU us/group of both ends, rlvr/raw: %s)\n",
                       each_run(rlvr_cpu, raw_cpu, per_group, 1).c_str());
+          // A receiver that never waits finds bytes queued at every recv: the
+          // sender is ahead, and no wake-up is paid per piece.
+          std::printf(
+              "      (each run, per 100 groups: context switches in the learner's process, "
+              "connecting included / times the raw receiver waited in recv: %s)\n",
+              each_run(rlvr_switches, raw_waits, 100.0 / static_cast<double>(f.groups), 1).c_str());
           if (where != nullptr) {
             std::printf(
                 "      (CPU in the window: learner process %.0f us/group (%.0f over the run, "
