@@ -791,10 +791,10 @@ double RawTransferFrom(ActorProcess* senders, size_t piece_bytes, size_t repeats
     });
   }
   for (auto& t : receivers) t.join();
-  cpu->receiver_waits = receive_waits.load();
   const Clock::time_point t1 = Clock::now();
   *faults = MinorFaults() - faults0;
   cpu->receiver = receive_cpu.load();
+  cpu->receiver_waits = receive_waits.load();
   const Clock::time_point t0 = senders->FinishRawSend(&cpu->sender);
   for (int fd : fds) close(fd);
   close(lfd);
