@@ -263,4 +263,31 @@ uint32_t Crc32Copy(std::string_view src, char* dst, uint32_t crc, bool stream) {
   return crc;
 }
 
+ChunkCrc32Appender::ChunkCrc32Appender(std::string* out, size_t chunk_bytes)
+    : out_(out), chunk_bytes_(std::max<size_t>(1, chunk_bytes)) {}
+
+void ChunkCrc32Appender::Append(std::string_view bytes) {
+  // Blocks of half the smallest common L1 data cache, as in Crc32Copy.
+  constexpr size_t kBlock = 16 << 10;
+  while (!bytes.empty()) {
+    const size_t in_chunk = appended_ % chunk_bytes_;
+    if (in_chunk == 0) crcs_.push_back(0);
+    const size_t take = std::min({bytes.size(), chunk_bytes_ - in_chunk, kBlock});
+    const std::string_view block = bytes.substr(0, take);
+    crcs_.back() = Crc32(block, crcs_.back());
+    out_->append(block);
+    appended_ += take;
+    bytes.remove_prefix(take);
+  }
+}
+
+uint32_t ChunkCrc32Appender::Crc32OfAll() const {
+  uLong crc = 0;
+  for (size_t i = 0; i < crcs_.size(); ++i) {
+    const size_t len = i + 1 < crcs_.size() ? chunk_bytes_ : appended_ - i * chunk_bytes_;
+    crc = crc32_combine(crc, crcs_[i], static_cast<z_off_t>(len));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
 }  // namespace rlvr

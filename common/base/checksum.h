@@ -3,8 +3,11 @@
 #ifndef RLVR_COMMON_BASE_CHECKSUM_H_
 #define RLVR_COMMON_BASE_CHECKSUM_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlvr {
 
@@ -19,6 +22,33 @@ uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 // caches that are not read again at once (a weight blob of hundreds of MB).
 // `src` and `dst` must not overlap.
 uint32_t Crc32Copy(std::string_view src, char* dst, uint32_t crc, bool stream);
+
+// Appends bytes to a string and keeps the CRC-32 of every `chunk_bytes`-long
+// chunk of what it appended (the last chunk may be shorter), each block
+// checksummed as it is copied, while it is in the cache: the checksums a
+// weight stream sends with its chunks, and the whole blob's, without a pass
+// over the blob of their own. Chunks count from the first byte appended
+// through it. Not thread-safe; `out` must outlive it.
+class ChunkCrc32Appender {
+ public:
+  // `chunk_bytes` >= 1.
+  ChunkCrc32Appender(std::string* out, size_t chunk_bytes);
+
+  void Append(std::string_view bytes);
+  // Bytes appended so far.
+  size_t size() const { return appended_; }
+  // CRC-32 of everything appended so far (combined from the chunks').
+  uint32_t Crc32OfAll() const;
+  // [i]: CRC-32 of bytes [i * chunk_bytes, (i + 1) * chunk_bytes) of what
+  // was appended; empty when nothing was.
+  const std::vector<uint32_t>& chunk_crcs() const { return crcs_; }
+
+ private:
+  std::string* const out_;
+  const size_t chunk_bytes_;
+  size_t appended_ = 0;
+  std::vector<uint32_t> crcs_;
+};
 
 namespace internal {
 // The implementations Crc32 picks from (the fastest the CPU runs), forced:

@@ -98,5 +98,33 @@ TEST(ChecksumTest, CopyingCrcMatchesCrcAndCopiesExactly) {
   }
 }
 
+// The appender's chunk CRCs against zlib over each chunk of the result,
+// for appends that cross chunk and block boundaries in every way.
+TEST(ChecksumTest, AppenderKeepsEachChunksCrcAndTheWholes) {
+  std::mt19937_64 rng(17);
+  std::string src(200000, '\0');
+  for (char& c : src) c = static_cast<char>(rng());
+  for (size_t chunk : {1, 7, 4096, 16384, 16385, 50000, 1 << 20}) {
+    for (size_t piece : {1, 5, 3000, 16384, 70001}) {
+      std::string out = "prefix";  // Not part of the chunks: they count from the first append.
+      ChunkCrc32Appender a(&out, chunk);
+      EXPECT_TRUE(a.chunk_crcs().empty());
+      EXPECT_EQ(a.Crc32OfAll(), 0u);
+      const size_t total = chunk == 1 ? 2000 : src.size();
+      for (size_t at = 0; at < total; at += piece) {
+        a.Append(std::string_view(src).substr(at, std::min(piece, total - at)));
+      }
+      ASSERT_EQ(out, "prefix" + src.substr(0, total)) << "chunk " << chunk << " piece " << piece;
+      ASSERT_EQ(a.size(), total);
+      ASSERT_EQ(a.chunk_crcs().size(), (total + chunk - 1) / chunk);
+      for (size_t i = 0; i < a.chunk_crcs().size(); ++i) {
+        ASSERT_EQ(a.chunk_crcs()[i], Zlib(src, i * chunk, std::min(chunk, total - i * chunk), 0))
+            << "chunk " << chunk << " piece " << piece << " index " << i;
+      }
+      ASSERT_EQ(a.Crc32OfAll(), Zlib(src, 0, total, 0)) << "chunk " << chunk << " piece " << piece;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rlvr
