@@ -18,8 +18,8 @@ constexpr size_t kHeaderBytes = 8 + 4 + 8 + 4;
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "weights blob is little-endian");
 
 template <typename T>
-void Put(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+void Put(ChunkCrc32Appender* out, T value) {
+  out->Append(std::string_view(reinterpret_cast<const char*>(&value), sizeof(T)));
 }
 
 // Bounds-checked little-endian reader over the blob.
@@ -92,32 +92,37 @@ std::string SerializeWeights(Transformer& model, uint64_t version) {
   return out;
 }
 
-void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out_ptr) {
+void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out,
+                          size_t chunk_bytes, std::vector<uint32_t>* chunk_crcs) {
   torch::NoGradGuard no_grad;
   auto params = model->named_parameters(/*recurse=*/true);
-  std::string& out = *out_ptr;
-  out.clear();  // Keeps the capacity.
+  out->clear();  // Keeps the capacity.
   uint64_t total = kHeaderBytes + 4;
   for (const auto& p : params) {
     total += EntryBytes(p.key().size(), p.value().dim(), p.value().nbytes());
   }
-  out.reserve(total);
-  out.append(kMagic, sizeof(kMagic));
-  Put<uint32_t>(&out, kFormatVersion);
-  Put<uint64_t>(&out, version);
-  Put<uint32_t>(&out, static_cast<uint32_t>(params.size()));
+  out->reserve(total);
+  // Without chunks asked for, 1 MiB ones: the blob's CRC is combined from them.
+  ChunkCrc32Appender blob(out, chunk_bytes > 0 ? chunk_bytes : size_t{1} << 20);
+  blob.Append(std::string_view(kMagic, sizeof(kMagic)));
+  Put<uint32_t>(&blob, kFormatVersion);
+  Put<uint64_t>(&blob, version);
+  Put<uint32_t>(&blob, static_cast<uint32_t>(params.size()));
   for (const auto& p : params) {
     // A CUDA parameter is written from a CPU copy (a CPU one is used as is).
     torch::Tensor t = p.value().detach().to(torch::kCPU).contiguous();
-    Put<uint32_t>(&out, static_cast<uint32_t>(p.key().size()));
-    out.append(p.key());
-    Put<uint8_t>(&out, static_cast<uint8_t>(t.scalar_type()));
-    Put<uint32_t>(&out, static_cast<uint32_t>(t.dim()));
-    for (int64_t d : t.sizes()) Put<int64_t>(&out, d);
-    Put<uint64_t>(&out, static_cast<uint64_t>(t.nbytes()));
-    out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    Put<uint32_t>(&blob, static_cast<uint32_t>(p.key().size()));
+    blob.Append(p.key());
+    Put<uint8_t>(&blob, static_cast<uint8_t>(t.scalar_type()));
+    Put<uint32_t>(&blob, static_cast<uint32_t>(t.dim()));
+    for (int64_t d : t.sizes()) Put<int64_t>(&blob, d);
+    Put<uint64_t>(&blob, static_cast<uint64_t>(t.nbytes()));
+    blob.Append(std::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes()));
   }
-  Put<uint32_t>(&out, Crc32(std::string_view(out.data(), out.size())));
+  // The blob's CRC covers every byte before it; it is appended through the
+  // appender too, so the last chunk's CRC covers it.
+  Put<uint32_t>(&blob, blob.Crc32OfAll());
+  if (chunk_crcs != nullptr) *chunk_crcs = blob.chunk_crcs();
 }
 
 uint64_t WeightsBlobBytes(Transformer& model) {

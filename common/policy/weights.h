@@ -14,8 +14,10 @@
 #ifndef RLVR_COMMON_POLICY_WEIGHTS_H_
 #define RLVR_COMMON_POLICY_WEIGHTS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -34,7 +36,14 @@ std::string SerializeWeights(Transformer& model, uint64_t version);
 // capacity already fits the blob (an earlier version's) is reused, so its
 // pages are not faulted in and zeroed again (12.5 vs 54.6 ms for a 135 MB
 // model, bench/policy_bench [install]).
-void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out);
+// With `chunk_crcs` not null, also the CRC-32 of each `chunk_bytes`-long
+// chunk of the blob (the last one shorter) into `*chunk_crcs` (replacing
+// its contents): the checksums learner::WeightPublisher sends with each
+// chunk, given to Publish so that they are not computed during the
+// transfer. Either way each block is checksummed as it is copied in, and the
+// blob's CRC comes from the chunks' (no pass over the blob of its own).
+void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out,
+                          size_t chunk_bytes = 0, std::vector<uint32_t>* chunk_crcs = nullptr);
 
 // Size of SerializeWeights(model, v) in bytes, without serializing.
 uint64_t WeightsBlobBytes(Transformer& model);

@@ -81,6 +81,29 @@ TEST(WeightsTest, SerializeIntoAReusedBufferGivesTheSameBlob) {
   EXPECT_EQ(buffer.size(), expected.size());
 }
 
+// The chunk CRCs handed to the weight publisher are those of the blob's
+// chunks, the trailing CRC included in the last; the blob is the same with
+// or without them, for chunks that split headers, names and tensors.
+TEST(WeightsTest, ChunkCrcsAreThoseOfTheBlobsChunks) {
+  Transformer a = Make(5);
+  const std::string plain = SerializeWeights(a, 9);
+  for (size_t chunk : std::vector<size_t>{1, 3, 100, 1000, 4096, plain.size() - 1, plain.size(),
+                                          plain.size() + 5}) {
+    std::string blob;
+    std::vector<uint32_t> crcs = {123};  // Replaced.
+    SerializeWeightsInto(a, 9, &blob, chunk, &crcs);
+    ASSERT_EQ(blob, plain) << "chunk " << chunk;
+    ASSERT_EQ(crcs.size(), (blob.size() + chunk - 1) / chunk) << "chunk " << chunk;
+    for (size_t i = 0; i < crcs.size(); ++i) {
+      const size_t len = std::min(chunk, blob.size() - i * chunk);
+      ASSERT_EQ(crcs[i], Crc32(std::string_view(blob.data() + i * chunk, len)))
+          << "chunk " << chunk << " index " << i;
+    }
+  }
+  Transformer b = Make(6);
+  EXPECT_TRUE(LoadWeights(plain, b, nullptr).ok());  // Its trailing CRC checks out.
+}
+
 TEST(WeightsTest, LayoutIsWhatTheModelRegisters) {
   ModelConfig c = Small();
   for (int layers : {1, 3}) {
