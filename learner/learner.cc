@@ -248,14 +248,18 @@ absl::Status RankZero::PublishCurrentVersion() {
   // a new reference to it from anyone else.
   std::shared_ptr<std::string> blob =
       older_blob_.use_count() == 1 ? std::move(older_blob_) : std::make_shared<std::string>();
+  // The chunks' CRCs are computed as the blob is written, not during the
+  // transfer to the actors.
+  std::vector<uint32_t> chunk_crcs;
   try {
-    policy::SerializeWeightsInto(trainer_->model(), version, blob.get());
+    policy::SerializeWeightsInto(trainer_->model(), version, blob.get(), publisher_->chunk_bytes(),
+                                 &chunk_crcs);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("serializing weights: ", e.what()));
   }
   older_blob_ = std::move(newest_blob_);
   newest_blob_ = blob;
-  publisher_->Publish(version, blob);
+  publisher_->Publish(version, blob, std::move(chunk_crcs));
   sessions_->AnnounceWeights(version, blob->size());
   ingest_->Publish(version);
   metrics_.policy_version->Set(static_cast<double>(version));

@@ -35,13 +35,14 @@ void ReleaseBlobRef(void* user_data) {
 }  // namespace
 
 PublishedVersion::PublishedVersion(uint64_t version, std::shared_ptr<const std::string> blob,
-                                   size_t chunk_bytes)
+                                   size_t chunk_bytes, std::vector<uint32_t> chunk_crcs)
     : version_(version),
       blob_(std::move(blob)),
       chunk_bytes_(std::max<size_t>(1, chunk_bytes)),
       num_chunks_(blob_->empty() ? 1 : (blob_->size() + chunk_bytes_ - 1) / chunk_bytes_),
       chunk_once_(new std::once_flag[num_chunks_]),
-      chunk_crc32_(num_chunks_, 0) {}
+      crcs_given_(chunk_crcs.size() == num_chunks_),
+      chunk_crc32_(crcs_given_ ? std::move(chunk_crcs) : std::vector<uint32_t>(num_chunks_, 0)) {}
 
 size_t PublishedVersion::chunk_size(size_t index) const {
   const size_t offset = std::min(index * chunk_bytes_, blob_->size());
@@ -49,6 +50,7 @@ size_t PublishedVersion::chunk_size(size_t index) const {
 }
 
 uint32_t PublishedVersion::ChunkCrc32(size_t index) const {
+  if (crcs_given_) return chunk_crc32_[index];
   std::call_once(chunk_once_[index], [&] {
     chunk_crc32_[index] =
         Crc32(std::string_view(blob_->data() + index * chunk_bytes_, chunk_size(index)));
@@ -184,9 +186,16 @@ WeightPublisher::WeightPublisher(LearnerMetrics* metrics, size_t chunk_bytes,
 
 WeightPublisher::~WeightPublisher() { Shutdown(); }
 
-void WeightPublisher::Publish(uint64_t version, std::shared_ptr<const std::string> blob) {
+void WeightPublisher::Publish(uint64_t version, std::shared_ptr<const std::string> blob,
+                              std::vector<uint32_t> chunk_crcs) {
   const size_t bytes = blob->size();
-  auto v = std::make_shared<const PublishedVersion>(version, std::move(blob), chunk_bytes_);
+  auto v =
+      std::make_shared<const PublishedVersion>(version, std::move(blob), chunk_bytes_, chunk_crcs);
+  if (!chunk_crcs.empty() && chunk_crcs.size() != v->num_chunks()) {
+    LOG(ERROR) << "WeightPublisher: version " << version << " came with " << chunk_crcs.size()
+               << " chunk CRCs for " << v->num_chunks() << " chunks of " << chunk_bytes_
+               << " bytes; computing them as the chunks are sent";
+  }
   if (metrics_ != nullptr) metrics_->weight_publish_bytes->Set(static_cast<double>(bytes));
   {
     absl::MutexLock l(&latest_mu_);

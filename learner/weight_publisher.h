@@ -32,17 +32,22 @@
 
 namespace rlvr::learner {
 
-// One published version. The blob is immutable; the CRCs are computed on
-// first use: chunk i's by whichever watcher encodes chunk i first (exactly
-// once), the whole blob's by combining the chunks' when the last chunk is
-// encoded. So Publish() does not read the blob, and the checksum pass of a
-// chunk overlaps the transfer of the previous ones.
+// One published version. The blob is immutable. Its chunks' CRCs are those
+// given with it (policy::SerializeWeightsInto computes them as it writes the
+// blob), or else computed on first use: chunk i's by whichever watcher
+// encodes chunk i first (exactly once). The whole blob's is combined from
+// the chunks' when the last chunk is encoded. So Publish() does not read the
+// blob either way; without given CRCs, the checksum pass of a chunk is done
+// in the transfer, overlapping the sending of the chunks before it.
 //
 // Thread safety: every method is safe to call concurrently.
 class PublishedVersion {
  public:
-  // `chunk_bytes` >= 1.
-  PublishedVersion(uint64_t version, std::shared_ptr<const std::string> blob, size_t chunk_bytes);
+  // `chunk_bytes` >= 1. `chunk_crcs`, when it has num_chunks() entries, are
+  // the chunks' CRC-32s (trusted: a wrong one fails every watcher's transfer
+  // of this version with DATA_LOSS); otherwise they are computed on first use.
+  PublishedVersion(uint64_t version, std::shared_ptr<const std::string> blob, size_t chunk_bytes,
+                   std::vector<uint32_t> chunk_crcs = {});
 
   uint64_t version() const { return version_; }
   const std::shared_ptr<const std::string>& blob() const { return blob_; }
@@ -51,7 +56,8 @@ class PublishedVersion {
   size_t num_chunks() const { return num_chunks_; }
   // Bytes of chunk `index` (< num_chunks()).
   size_t chunk_size(size_t index) const;
-  // CRC-32 (zlib) of chunk `index`; computed on the first call for it.
+  // CRC-32 (zlib) of chunk `index`: as given, or computed on the first call
+  // for it.
   uint32_t ChunkCrc32(size_t index) const;
   // CRC-32 of the whole blob, combined from every chunk's CRC (computing
   // those not yet known).
@@ -63,7 +69,9 @@ class PublishedVersion {
   const size_t chunk_bytes_;
   const size_t num_chunks_;
   const std::unique_ptr<std::once_flag[]> chunk_once_;
-  mutable std::vector<uint32_t> chunk_crc32_;  // [i] written once, under chunk_once_[i].
+  const bool crcs_given_;  // chunk_crc32_ was given whole at construction.
+  // [i] written once, under chunk_once_[i], unless given.
+  mutable std::vector<uint32_t> chunk_crc32_;
   mutable std::once_flag blob_once_;
   mutable uint32_t blob_crc32_ = 0;  // Written once, under blob_once_.
 };
@@ -91,9 +99,13 @@ class WeightPublisher final : public rlvr::v1::WeightService::WithRawCallbackMet
 
   // Makes `blob` (the serialized weights of `version`, > every earlier one)
   // the newest version and wakes idle watchers. Returns without reading the
-  // blob (CRCs are computed as chunks are first sent) or waiting for any
-  // transfer.
-  void Publish(uint64_t version, std::shared_ptr<const std::string> blob);
+  // blob or waiting for any transfer. `chunk_crcs`: the CRC-32 of each
+  // chunk_bytes()-long chunk of the blob (see PublishedVersion), or empty for
+  // them to be computed as chunks are first sent.
+  void Publish(uint64_t version, std::shared_ptr<const std::string> blob,
+               std::vector<uint32_t> chunk_crcs = {});
+  // The chunk size (the last chunk of a blob may be shorter).
+  size_t chunk_bytes() const { return chunk_bytes_; }
   // The newest version (null before the first Publish).
   std::shared_ptr<const PublishedVersion> latest();
   // Ends every open watch stream (UNAVAILABLE) and refuses new ones.

@@ -121,6 +121,25 @@ TEST_F(WeightPublisherTest, LazyCrcsAreComputedOnceAndAgreeAcrossThreads) {
   EXPECT_EQ(empty.BlobCrc32(), Crc32(std::string_view()));
 }
 
+// CRCs given with the blob are the ones sent (no pass over the blob); a list
+// of the wrong length is not used, and the CRCs are computed.
+TEST_F(WeightPublisherTest, GivenChunkCrcsAreUsedWhenThereIsOnePerChunk) {
+  auto blob = Blob((2 << 20) + 5, 9);
+  const std::vector<uint32_t> marked = {11, 22, 33};  // Not the real CRCs: they show use.
+  PublishedVersion given(1, blob, 1 << 20, marked);
+  ASSERT_EQ(given.num_chunks(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(given.ChunkCrc32(i), marked[i]);
+  PublishedVersion short_list(2, blob, 1 << 20, {11, 22});
+  PublishedVersion none(3, blob, 1 << 20);
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string_view chunk(blob->data() + (i << 20), none.chunk_size(i));
+    EXPECT_EQ(short_list.ChunkCrc32(i), Crc32(chunk));
+    EXPECT_EQ(none.ChunkCrc32(i), Crc32(chunk));
+  }
+  EXPECT_EQ(none.BlobCrc32(), Crc32(*blob));
+  EXPECT_EQ(short_list.BlobCrc32(), Crc32(*blob));
+}
+
 // A full chunk's message fits the 4 MiB default receive limit of the common
 // gRPC clients (C++, Go, Java, Node) with room to spare.
 TEST_F(WeightPublisherTest, ChunkMessagesFitTheDefaultReceiveLimitWithRoomToSpare) {
@@ -165,7 +184,11 @@ TEST_F(WeightPublisherTest, ManyWatchersReceiveEveryVersionChunkedAndChecksummed
   for (int i = 0; i < 500 && publisher_->watchers() < kWatchers; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  publisher_->Publish(2, std::make_shared<const std::string>(100, 'z'));
+  // Version 2 comes with its chunk CRCs, as the learner's serializer makes them.
+  auto v2 = std::make_shared<std::string>();
+  ChunkCrc32Appender appender(v2.get(), publisher_->chunk_bytes());
+  appender.Append(std::string(100, 'z'));
+  publisher_->Publish(2, v2, appender.chunk_crcs());
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok_count.load(), kWatchers);
 }
