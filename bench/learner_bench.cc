@@ -28,6 +28,7 @@
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
 //                      [--only ingest|fanout] [--unbatched 0|1] [--pool 0|1]
 //                      [--watchers W] [--actors_in_process 0|1] [--layouts own|shared|both]
+//                      [--given_crcs 0|1]
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -62,6 +63,7 @@
 #include "actor/transport.h"
 #include "actor/weight_assembler.h"
 #include "actor/weight_stream.h"
+#include "common/base/checksum.h"
 #include "common/base/memory_policy.h"
 #include "common/base/mutex_policy.h"
 #include "common/net/grpc_util.h"
@@ -823,16 +825,25 @@ constexpr int kFanoutVersions = 8;
 // path: Reserve at start, then raw chunks into a WeightAssembler (CRC checks
 // on every chunk and the blob, one copy into the blob), TakeBlob, check,
 // Recycle.
-FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
+FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs) {
   WeightPublisher publisher(nullptr);
   GrpcServerOptions so;
   auto started = StartGrpcServer(so, {&publisher});
   if (!started.ok()) std::exit(1);
-  // Two blobs of different contents, alternating between versions.
+  // Two blobs of different contents, alternating between versions. With
+  // `given_crcs`, each is written with its chunks' CRCs as the learner's
+  // serializer writes a version (policy::SerializeWeightsInto), and they are
+  // published with it; else the publisher computes them during the transfer.
   std::shared_ptr<std::string> blobs[2];
+  std::vector<uint32_t> blob_crcs[2];
   for (int v = 0; v < 2; ++v) {
-    blobs[v] = std::make_shared<std::string>(blob_bytes, '\0');
-    for (size_t i = 0; i < blob_bytes; i += 64) (*blobs[v])[i] = static_cast<char>(i * 13 + v);
+    std::string bytes(blob_bytes, '\0');
+    for (size_t i = 0; i < blob_bytes; i += 64) bytes[i] = static_cast<char>(i * 13 + v);
+    blobs[v] = std::make_shared<std::string>();
+    blobs[v]->reserve(blob_bytes);
+    rlvr::ChunkCrc32Appender appender(blobs[v].get(), publisher.chunk_bytes());
+    appender.Append(bytes);
+    if (given_crcs) blob_crcs[v] = appender.chunk_crcs();
   }
   std::atomic<int> ready{0};
   absl::Mutex mu;
@@ -889,7 +900,7 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers) {
   for (int v = 0; v < kFanoutVersions; ++v) {
     const long faults0 = MinorFaults();
     auto t0 = Clock::now();
-    publisher.Publish(v + 1, blobs[v % 2]);
+    publisher.Publish(v + 1, blobs[v % 2], blob_crcs[v % 2]);
     {
       // Blocks without spinning: the watchers need both cores.
       absl::MutexLock l(&mu);
@@ -968,6 +979,7 @@ int main(int argc, char** argv) {
   int watchers = 0;              // --watchers W: one fan-out row, W watchers (0: 1, 4 and 8).
   bool in_process = false;       // --actors_in_process 1: also the ingest rows in one process.
   std::string layouts = "both";  // --layouts own|shared|both: the ingest rows' CPU layouts.
+  bool given_crcs = true;  // --given_crcs 0: the publisher computes chunk CRCs in the transfer.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -980,6 +992,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--watchers") == 0) watchers = std::max(0, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--actors_in_process") == 0) in_process = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--layouts") == 0) layouts = argv[i + 1];
+    if (std::strcmp(argv[i], "--given_crcs") == 0) given_crcs = std::atoi(argv[i + 1]) != 0;
   }
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
@@ -1236,7 +1249,12 @@ int main(int argc, char** argv) {
       "   up to commit 11c9c6f, printed for comparison))\n",
       kFanoutVersions, blob_mb, WeightPublisher::kMaxChunkBytes >> 10, blob_mb,
       WeightPublisher::kMaxChunkBytes >> 10);
-  RunFanout(8 << 20, 1);  // Warm-up.
+  std::printf("  (chunk CRCs: %s)\n",
+              given_crcs
+                  ? "computed as each blob is written and published with it, as the "
+                    "learner's serializer does"
+                  : "computed by the publisher as each chunk is first sent (--given_crcs 0)");
+  RunFanout(8 << 20, 1, given_crcs);  // Warm-up.
   // The raw baseline sends a version's bytes: one 100 MiB blob, read by
   // every connection, in pieces of the publisher's chunk size.
   std::string raw_blob(blob_bytes, '\0');
@@ -1251,7 +1269,7 @@ int main(int argc, char** argv) {
     // each watcher's buffer is by WeightAssembler::Reserve before its clock).
     std::vector<std::string> kept_buffers(w, std::string(blob_bytes, '\0'));
     for (int r = 0; r < reps; ++r) {
-      FanoutFigures f = RunFanout(blob_bytes, w);
+      FanoutFigures f = RunFanout(blob_bytes, w, given_crcs);
       if (r == 0 || f.first_s < best.first_s) {
         best.first_s = f.first_s;
         best.first_faults = f.first_faults;
