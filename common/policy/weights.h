@@ -37,11 +37,12 @@ std::string SerializeWeights(Transformer& model, uint64_t version);
 // pages are not faulted in and zeroed again (12.5 vs 54.6 ms for a 135 MB
 // model, bench/policy_bench [install]).
 // With `chunk_crcs` not null, also the CRC-32 of each `chunk_bytes`-long
-// chunk of the blob (the last one shorter) into `*chunk_crcs` (replacing
-// its contents): the checksums learner::WeightPublisher sends with each
-// chunk, given to Publish so that they are not computed during the
-// transfer. Either way each block is checksummed as it is copied in, and the
-// blob's CRC comes from the chunks' (no pass over the blob of its own).
+// chunk of the blob (0: 1 MiB, the publisher's default; the last chunk
+// shorter) into `*chunk_crcs` (replacing its contents): the checksums
+// learner::WeightPublisher sends with each chunk, given to Publish so that
+// they are not computed during the transfer. Either way each block is
+// checksummed as it is copied in, and the blob's CRC comes from the chunks'
+// (no pass over the blob of its own).
 void SerializeWeightsInto(Transformer& model, uint64_t version, std::string* out,
                           size_t chunk_bytes = 0, std::vector<uint32_t>* chunk_crcs = nullptr);
 
