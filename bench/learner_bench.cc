@@ -837,12 +837,15 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs) {
   std::shared_ptr<std::string> blobs[2];
   std::vector<uint32_t> blob_crcs[2];
   for (int v = 0; v < 2; ++v) {
-    std::string bytes(blob_bytes, '\0');
-    for (size_t i = 0; i < blob_bytes; i += 64) bytes[i] = static_cast<char>(i * 13 + v);
     blobs[v] = std::make_shared<std::string>();
     blobs[v]->reserve(blob_bytes);
     rlvr::ChunkCrc32Appender appender(blobs[v].get(), publisher.chunk_bytes());
-    appender.Append(bytes);
+    std::string piece;  // Written a MiB at a time, as the serializer writes tensors.
+    for (size_t at = 0; at < blob_bytes; at += piece.size()) {
+      piece.assign(std::min<size_t>(1 << 20, blob_bytes - at), '\0');
+      for (size_t i = 0; i < piece.size(); i += 64) piece[i] = static_cast<char>((at + i) * 13 + v);
+      appender.Append(piece);
+    }
     if (given_crcs) blob_crcs[v] = appender.chunk_crcs();
   }
   std::atomic<int> ready{0};

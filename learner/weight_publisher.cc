@@ -189,10 +189,11 @@ WeightPublisher::~WeightPublisher() { Shutdown(); }
 void WeightPublisher::Publish(uint64_t version, std::shared_ptr<const std::string> blob,
                               std::vector<uint32_t> chunk_crcs) {
   const size_t bytes = blob->size();
-  auto v =
-      std::make_shared<const PublishedVersion>(version, std::move(blob), chunk_bytes_, chunk_crcs);
-  if (!chunk_crcs.empty() && chunk_crcs.size() != v->num_chunks()) {
-    LOG(ERROR) << "WeightPublisher: version " << version << " came with " << chunk_crcs.size()
+  const size_t given = chunk_crcs.size();
+  auto v = std::make_shared<const PublishedVersion>(version, std::move(blob), chunk_bytes_,
+                                                    std::move(chunk_crcs));
+  if (given != 0 && given != v->num_chunks()) {
+    LOG(ERROR) << "WeightPublisher: version " << version << " came with " << given
                << " chunk CRCs for " << v->num_chunks() << " chunks of " << chunk_bytes_
                << " bytes; computing them as the chunks are sent";
   }
