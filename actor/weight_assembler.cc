@@ -1,6 +1,5 @@
 #include "actor/weight_assembler.h"
 
-#include <sys/mman.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/checksum.h"
+#include "common/base/memory_policy.h"
 
 namespace rlvr::actor {
 namespace {
@@ -76,18 +76,6 @@ class WireCursor {
   size_t i_ = 0;
   size_t pos_ = 0;
 };
-
-// Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge
-// pages (where transparent huge pages are in "madvise" mode): a 100 MB blob
-// then costs ~50 page faults instead of ~25,000. Advice only; failures are
-// harmless.
-void AdviseHugePages(char* p, size_t n) {
-  constexpr uintptr_t kHuge = 2 << 20;
-  if (n < 2 * kHuge) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "common/base/memory_policy.h"
 
 #include <glog/logging.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,15 @@
 #endif
 
 namespace rlvr {
+
+bool AdviseHugePages(void* p, size_t n) {
+  constexpr uintptr_t kHuge = 2 << 20;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (at + n) & ~(kHuge - 1);
+  if (n < kHuge || end <= begin) return false;
+  return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0;
+}
 
 int AllocatorArenaCap() {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);

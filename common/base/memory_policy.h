@@ -29,6 +29,7 @@
 #ifndef RLVR_COMMON_BASE_MEMORY_POLICY_H_
 #define RLVR_COMMON_BASE_MEMORY_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -56,6 +57,14 @@ bool ReleaseFreedMemory();
 
 // The process's resident set size in bytes (/proc/self/statm), or -1.
 int64_t ResidentBytes();
+
+// Asks the kernel to back the 2 MiB-aligned interior of [p, p + n) with huge
+// pages, where transparent huge pages are in "madvise" mode: a 100 MB buffer
+// then costs ~50 page faults instead of ~25,000, and its copies miss the TLB
+// less. Call before the pages are first touched. Advice only: returns
+// whether the kernel took it (false where [p, p + n) holds no whole huge
+// page or the kernel has no transparent huge pages).
+bool AdviseHugePages(void* p, size_t n);
 
 // When a server should call ReleaseFreedMemory: once at least
 // `min_ended` streams have ended since the last release and none for

@@ -9,9 +9,12 @@
 
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +42,48 @@ long FaultsToUse(size_t bytes) {
   asm volatile("" : : "r"(p) : "memory");  // Keep the writes.
   std::free(p);
   return MinorFaults() - before;
+}
+
+// The VmFlags of the mapping that holds `p` (/proc/self/smaps), or "".
+std::string VmFlagsAt(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return "";
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  std::string flags;
+  char line[512];
+  while (flags.empty() && std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &begin, &end) == 2) {
+      inside = begin <= at && at < end;
+    } else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line + 8;
+    }
+  }
+  std::fclose(f);
+  return flags;
+}
+
+TEST(MemoryPolicyTest, AdvisesHugePagesOnTheAlignedInteriorOnly) {
+  constexpr size_t kHuge = 2 << 20;
+  void* map = mmap(nullptr, 4 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  // At least three whole huge pages of the mapping follow `aligned`.
+  char* aligned = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(map) + kHuge - 1) &
+                                          ~static_cast<uintptr_t>(kHuge - 1));
+  // No whole aligned huge page inside: nothing to advise.
+  EXPECT_FALSE(AdviseHugePages(aligned + 4096, kHuge));
+  EXPECT_FALSE(AdviseHugePages(aligned, kHuge - 1));
+  EXPECT_FALSE(AdviseHugePages(aligned + 4096, 2 * kHuge - 8192));
+  EXPECT_EQ(VmFlagsAt(aligned + kHuge).find(" hg"), std::string::npos);
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0) {
+    // [aligned + 4 KiB, aligned + 4 MiB + 4 KiB) holds one whole: the second.
+    EXPECT_TRUE(AdviseHugePages(aligned + 4096, 2 * kHuge));
+    EXPECT_NE(VmFlagsAt(aligned + kHuge).find(" hg"), std::string::npos);
+    EXPECT_EQ(VmFlagsAt(aligned).find(" hg"), std::string::npos);
+    EXPECT_EQ(VmFlagsAt(aligned + 2 * kHuge).find(" hg"), std::string::npos);
+  }
+  munmap(map, 4 * kHuge);
 }
 
 TEST(MemoryPolicyTest, FreedBlocksAreReusedWithoutFaults) {
