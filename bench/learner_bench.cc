@@ -805,11 +805,16 @@ class ActorProcess {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       close(down[1]);
       close(up[0]);
+      // The ends of the helpers forked before: each must see its input end
+      // when this process's parent closes it.
+      for (int fd : ParentEnds()) close(fd);
       Serve(fdopen(down[0], "r"), fdopen(up[1], "w"));
       std::_Exit(0);
     }
     close(down[0]);
     close(up[1]);
+    ParentEnds().push_back(down[1]);
+    ParentEnds().push_back(up[0]);
     auto p = std::unique_ptr<ActorProcess>(new ActorProcess);
     p->pid_ = pid;
     p->to_ = fdopen(down[1], "w");
@@ -909,6 +914,12 @@ class ActorProcess {
 
  private:
   ActorProcess() = default;
+
+  // This process's ends of every helper's pipes.
+  static std::vector<int>& ParentEnds() {
+    static std::vector<int>* ends = new std::vector<int>;
+    return *ends;
+  }
 
   // Reads the helper's answer (`count` fields of `format`); exits if there
   // is none (the helper died).
@@ -1070,10 +1081,11 @@ struct FanoutFigures {
 
 // Publishes versions 1..kFanoutVersions (each `blob_bytes`; the next once
 // every watcher has the previous one) to `watchers` FanoutWatchers, which
-// run in `where` (the actors' process), or in this process when it is null.
-// Each version's clock runs from Publish to the moment its last watcher had
-// it.
-FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs, ActorProcess* where) {
+// run in the processes `hosts` (as many to each; actors' processes), or in
+// this process when there are none. Each version's clock runs from Publish
+// to the moment its last watcher had it.
+FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs,
+                        const std::vector<ActorProcess*>& hosts) {
   WeightPublisher publisher(nullptr);
   GrpcServerOptions so;
   auto started = StartGrpcServer(so, {&publisher});
@@ -1097,11 +1109,13 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs, ActorP
   }
   FanoutFigures f;
   std::unique_ptr<FanoutWatchers> here;
-  if (where != nullptr) {
-    f.reserve_s = where->StartWatchers(started->port, watchers, blob_bytes);
-  } else {
+  if (hosts.empty()) {
     here = std::make_unique<FanoutWatchers>(started->port, watchers, blob_bytes);
     f.reserve_s = here->AwaitStarted();
+  }
+  for (ActorProcess* host : hosts) {
+    const int each = watchers / static_cast<int>(hosts.size());
+    f.reserve_s = std::max(f.reserve_s, host->StartWatchers(started->port, each, blob_bytes));
   }
   while (publisher.watchers() < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::vector<double> seconds(kFanoutVersions, 0.0);
@@ -1113,15 +1127,22 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs, ActorP
     const long faults0 = MinorFaults();
     const auto t0 = Clock::now();
     publisher.Publish(v + 1, blobs[v % 2], blob_crcs[v % 2]);
-    long their_faults = 0;  // The actors' process's, when it has the watchers.
-    bool ok = false;
-    const Clock::time_point t1 =
-        where != nullptr ? where->AwaitVersion(&their_faults, &ok) : here->AwaitVersion(v + 1, &ok);
+    bool ok = true;
+    Clock::time_point t1 = here != nullptr ? here->AwaitVersion(v + 1, &ok) : t0;
+    long their_faults = 0;  // The hosts'.
+    for (ActorProcess* host : hosts) {
+      long host_faults = 0;
+      bool host_ok = false;
+      t1 = std::max(t1, host->AwaitVersion(&host_faults, &host_ok));
+      their_faults += host_faults;
+      ok = ok && host_ok;
+    }
     seconds[v] = std::chrono::duration<double>(t1 - t0).count();
     faults[v] = MinorFaults() - faults0 + their_faults;
     all_ok = all_ok && ok;
   }
-  all_ok = (where != nullptr ? where->FinishWatchers() : here->Finish()) && all_ok;
+  if (here != nullptr) all_ok = here->Finish() && all_ok;
+  for (ActorProcess* host : hosts) all_ok = host->FinishWatchers() && all_ok;
   f.first_s = seconds[0];
   f.second_s = seconds[1];
   std::vector<double> later(seconds.begin() + 2, seconds.end());
@@ -1140,16 +1161,20 @@ FanoutFigures RunFanout(size_t blob_bytes, int watchers, bool given_crcs, ActorP
   return f;
 }
 
-// The raw baseline of a fan-out with its watchers in `where`: `streams`
-// connections from there, each sent all of `blob` from here in pieces of
-// `piece_bytes` at once, and received there (into a buffer of its own per
-// connection with `keep`). Seconds from the accepted connections here to
-// the last byte there; both processes' page faults go to `faults`.
-double RawFanoutTo(ActorProcess* where, const std::string& blob, size_t piece_bytes, int streams,
-                   bool keep, long* faults) {
+// The raw baseline of a fan-out with its watchers in `hosts`: `streams`
+// connections from there (as many from each), each sent all of `blob` from
+// here in pieces of `piece_bytes` at once, and received there (into a
+// buffer of its own per connection with `keep`). Seconds from the accepted
+// connections here to the last byte there; every process's page faults go
+// to `faults`.
+double RawFanoutTo(const std::vector<ActorProcess*>& hosts, const std::string& blob,
+                   size_t piece_bytes, int streams, bool keep, long* faults) {
   int port = 0;
   const int lfd = Listen(&port);
-  where->StartRawReceive(port, streams, blob.size(), piece_bytes, keep);
+  for (ActorProcess* host : hosts) {
+    host->StartRawReceive(port, streams / static_cast<int>(hosts.size()), blob.size(), piece_bytes,
+                          keep);
+  }
   std::vector<int> fds(streams);
   for (int i = 0; i < streams; ++i) {
     fds[i] = accept(lfd, nullptr, nullptr);
@@ -1161,9 +1186,14 @@ double RawFanoutTo(ActorProcess* where, const std::string& blob, size_t piece_by
   std::vector<std::thread> senders;
   for (int fd : fds) senders.emplace_back([&, fd] { SendPieces(fd, blob, piece_bytes, 1); });
   for (auto& t : senders) t.join();
-  long their_faults = 0;
-  const Clock::time_point t1 = where->ReceiversDone(&their_faults);
-  *faults = MinorFaults() - faults0 + their_faults;
+  Clock::time_point t1 = t0;
+  *faults = 0;
+  for (ActorProcess* host : hosts) {
+    long host_faults = 0;
+    t1 = std::max(t1, host->ReceiversDone(&host_faults));
+    *faults += host_faults;
+  }
+  *faults += MinorFaults() - faults0;
   for (int fd : fds) close(fd);
   close(lfd);
   return std::chrono::duration<double>(t1 - t0).count();
@@ -1212,6 +1242,8 @@ int main(int argc, char** argv) {
   bool in_process = false;       // --actors_in_process 1: also the rows of one process.
   std::string layouts = "both";  // --layouts own|shared|both: the rows' CPU layouts.
   bool given_crcs = true;  // --given_crcs 0: the publisher computes chunk CRCs in the transfer.
+  // --watcher_processes one: every fan-out watcher in the actors' process.
+  std::string watcher_processes = "each";  // Else each in a process of its own.
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--groups") == 0) groups = std::strtoul(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--blob_mb") == 0) blob_mb = std::strtoul(argv[i + 1], nullptr, 10);
@@ -1225,7 +1257,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--actors_in_process") == 0) in_process = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--layouts") == 0) layouts = argv[i + 1];
     if (std::strcmp(argv[i], "--given_crcs") == 0) given_crcs = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--watcher_processes") == 0) watcher_processes = argv[i + 1];
   }
+  const std::vector<int> counts =
+      watchers != 0 ? std::vector<int>{watchers} : std::vector<int>{1, 4, 8};
   // As `rlvr` does for every role (services/main.cc).
   const bool kept = rlvr::KeepFreedMemoryForReuse();
   rlvr::DisableMutexDeadlockDetection();  // As `rlvr` does for every role, too.
@@ -1233,6 +1268,16 @@ int main(int argc, char** argv) {
   // forked now: before any thread or gRPC exists, and after the settings
   // above, which it keeps.
   const std::unique_ptr<ActorProcess> actors_process = ActorProcess::Start();
+  // With --watcher_processes each, the fan-out's watchers are actors of their
+  // own, each in a process: the actors' process and these.
+  std::vector<std::unique_ptr<ActorProcess>> more_watcher_processes;
+  std::vector<ActorProcess*> watcher_hosts = {actors_process.get()};
+  if (only != "ingest" && watcher_processes == "each") {
+    while (watcher_hosts.size() < static_cast<size_t>(counts.back())) {
+      more_watcher_processes.push_back(ActorProcess::Start());
+      watcher_hosts.push_back(more_watcher_processes.back().get());
+    }
+  }
   std::printf(
       "learner_bench: loopback, %u hardware threads; build type %s (%s); allocator keeps "
       "freed memory: %s\n",
@@ -1489,20 +1534,26 @@ int main(int argc, char** argv) {
                   ? "computed as each blob is written and published with it, as the "
                     "learner's serializer does"
                   : "computed by the publisher as each chunk is first sent (--given_crcs 0)");
-  RunFanout(8 << 20, 1, given_crcs, actors_process.get());  // Warm-ups.
-  if (in_process) RunFanout(8 << 20, 1, given_crcs, nullptr);
+  RunFanout(8 << 20, 1, given_crcs, {actors_process.get()});  // Warm-ups.
+  if (in_process) RunFanout(8 << 20, 1, given_crcs, {});
   // The raw baseline sends a version's bytes: one 100 MiB blob, read by
   // every connection, in pieces of the publisher's chunk size.
   const std::string raw_blob = BlobPiece(0, 0, blob_bytes);
   const size_t piece_bytes = WeightPublisher::kMaxChunkBytes;
-  const std::vector<int> counts =
-      watchers != 0 ? std::vector<int>{watchers} : std::vector<int>{1, 4, 8};
   for (int w : counts) {
     for (const Layout& layout : row_layouts) {
       ActorProcess* const where = layout.where;
+      // The processes the watchers run in: none (this one), the actors'
+      // process, or one each.
+      std::vector<ActorProcess*> hosts;
+      if (where != nullptr) {
+        hosts = watcher_hosts.size() > 1
+                    ? std::vector<ActorProcess*>(watcher_hosts.begin(), watcher_hosts.begin() + w)
+                    : watcher_hosts;
+      }
       if (layout.own_cpus) {
         SetProcessCpus({cpus[0]});
-        where->SetCpus({cpus[1]});
+        for (ActorProcess* host : hosts) host->SetCpus({cpus[1]});
       }
       FanoutFigures best;
       double raw = 1e9, raw_kept = 1e9;
@@ -1513,7 +1564,7 @@ int main(int argc, char** argv) {
       for (int i = 0; where == nullptr && i < w; ++i)
         kept_buffers.push_back(KeptBuffer(blob_bytes));
       for (int r = 0; r < reps; ++r) {
-        FanoutFigures f = RunFanout(blob_bytes, w, given_crcs, where);
+        FanoutFigures f = RunFanout(blob_bytes, w, given_crcs, hosts);
         if (r == 0 || f.first_s < best.first_s) {
           best.first_s = f.first_s;
           best.first_faults = f.first_faults;
@@ -1529,14 +1580,14 @@ int main(int argc, char** argv) {
         if (r == 0 || f.reserve_s < best.reserve_s) best.reserve_s = f.reserve_s;
         long faults = 0;
         const double s = where != nullptr
-                             ? RawFanoutTo(where, raw_blob, piece_bytes, w, false, &faults)
+                             ? RawFanoutTo(hosts, raw_blob, piece_bytes, w, false, &faults)
                              : RawTransfer(raw_blob, piece_bytes, 1, w, &faults);
         if (s < raw) {
           raw = s;
           raw_faults = faults;
         }
         const double k = where != nullptr
-                             ? RawFanoutTo(where, raw_blob, piece_bytes, w, true, &faults)
+                             ? RawFanoutTo(hosts, raw_blob, piece_bytes, w, true, &faults)
                              : RawTransfer(raw_blob, piece_bytes, 1, w, &faults, &kept_buffers);
         if (k < raw_kept) {
           raw_kept = k;
@@ -1574,7 +1625,7 @@ int main(int argc, char** argv) {
       g_targets.push_back({name + "steady", fastest_raw / best.steady_s, target});
       if (layout.own_cpus) {
         SetProcessCpus(cpus);
-        where->SetCpus(cpus);
+        for (ActorProcess* host : hosts) host->SetCpus(cpus);
       }
     }
   }
