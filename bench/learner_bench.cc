@@ -11,11 +11,11 @@
 //     every CPU (where both raw ends can land on one CPU and skip the
 //     cross-CPU wake-ups and cache transfers a real link pays);
 //  2. weight fan-out: 100 MB versions to 1, 4 and 8 WatchWeights streams,
-//     whose watchers run in the actors' process, vs one raw TCP copy of the
-//     100 MB per watcher from this process to that one, all at once, each
-//     received into a buffer of its own (the receiver keeps the version, as
-//     a watcher does) or into one reused buffer (the bytes are dropped); in
-//     the same two CPU layouts as the ingest.
+//     each watcher in a process of its own, as each actor is, vs one raw TCP
+//     copy of the 100 MB per watcher from this process to those, all at
+//     once, each received into a buffer of its own (the receiver keeps the
+//     version, as a watcher does) or into one reused buffer (the bytes are
+//     dropped); in the same two CPU layouts as the ingest.
 // Prints a table and the ratios (target >= 0.5 each, with a CPU per side;
 // the fan-out's against the faster raw receiver). Plain main: the runs are
 // long enough that a benchmark framework adds nothing.
@@ -31,7 +31,7 @@
 // usage: learner_bench [--groups N] [--blob_mb M] [--batch B] [--reps R] [--streams S]
 //                      [--only ingest|fanout] [--unbatched 0|1] [--pool 0|1]
 //                      [--watchers W] [--actors_in_process 0|1] [--layouts own|shared|both]
-//                      [--given_crcs 0|1]
+//                      [--given_crcs 0|1] [--watcher_processes each|one]
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -759,8 +759,9 @@ class FanoutWatchers {
 // socket I/O and the two sides' work queues behind each other. The ingest
 // runs therefore drive their actor streams from a helper process, forked at
 // start (before any thread or gRPC exists), and the raw baseline sends from
-// it too; the fan-out's watchers run there as well, and the raw baseline's
-// receivers; --actors_in_process 1 adds the rows of both ends in one process.
+// it too; the fan-out's watchers run in such helpers as well, one each, and
+// the raw baseline's receivers with them; --actors_in_process 1 adds the rows
+// of both ends in one process.
 //
 // The helper reads one command per line and answers (times are on the
 // steady clock, which is the machine's monotonic clock, in ns):
@@ -1518,15 +1519,18 @@ int main(int argc, char** argv) {
   std::printf("\n[fan-out] %d versions of %zu MiB, %zu KiB chunks; best of %d\n", kFanoutVersions,
               blob_mb, WeightPublisher::kMaxChunkBytes >> 10, reps);
   std::printf(
-      "  (the publisher in this process, the watchers in the actors' process, as in a\n"
-      "   deployment; first: into the buffer each watcher reserved and faulted in at start,\n"
+      "  (the publisher in this process, %s;\n"
+      "   first: into the buffer each watcher reserved and faulted in at start,\n"
       "   as the actor does, that time shown apart; second: the first version into the\n"
       "   watcher's recycled buffer; steady: median of versions 3-%d; raw TCP: this process\n"
       "   sends the %zu MiB blob on a connection per watcher, in %zu KiB pieces, and the\n"
-      "   actors' process receives either into a %zu MiB buffer per connection, faulted in\n"
+      "   watchers' processes receive either into a %zu MiB buffer per connection, faulted in\n"
       "   before the clock with the watcher's huge-page advice (\"kept\": the receiver ends\n"
       "   with the version, as a watcher must) or into one reused %zu KiB buffer whose\n"
       "   bytes are dropped (\"dropped\"); the [targets] compare with the faster of the two)\n",
+      watcher_processes == "each"
+          ? "each watcher in a process of its own, as in a deployment"
+          : "every watcher in the actors' process (--watcher_processes one)",
       kFanoutVersions, blob_mb, WeightPublisher::kMaxChunkBytes >> 10, blob_mb,
       WeightPublisher::kMaxChunkBytes >> 10);
   std::printf("  (chunk CRCs: %s)\n",
