@@ -620,8 +620,9 @@ IngestFigures DriveIngestActors(int port, size_t total_groups, int actors, int b
 
 // Versions published per fan-out run. An actor receives a version per
 // trainer step for as long as it runs; by the third, gRPC's receive buffers
-// have reached their high-water mark (version 2 still faults ~50 MB of fresh
-// heap pages into them with 4 watchers), so versions 3.. are the steady state.
+// have reached their high-water mark (with four watchers in one process,
+// version 2 still faulted ~50 MB of fresh heap pages into them), so versions
+// 3.. are the steady state.
 constexpr int kFanoutVersions = 8;
 
 // Bytes [at, at + n) of the blob that fan-out versions of `parity` (the
