@@ -1,7 +1,5 @@
 #include "actor/weight_assembler.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -221,8 +219,7 @@ absl::Status WeightAssembler::AddPieces(const WeightChunkHeader& chunk,
         absl::StrCat("version ", version_, ": chunk CRC-32 mismatch at offset ", chunk.offset)));
   }
   // The whole-blob CRC follows from the chunk CRCs without a second pass.
-  running_crc32_ =
-      static_cast<uint32_t>(crc32_combine(running_crc32_, crc, static_cast<z_off_t>(len)));
+  running_crc32_ = Crc32Combine(running_crc32_, crc, len);
   const bool full = filled_ == total_bytes_;
   if (chunk.last != full) {
     return Fail(

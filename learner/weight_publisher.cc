@@ -1,7 +1,6 @@
 #include "learner/weight_publisher.h"
 
 #include <glog/logging.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -60,11 +59,9 @@ uint32_t PublishedVersion::ChunkCrc32(size_t index) const {
 
 uint32_t PublishedVersion::BlobCrc32() const {
   std::call_once(blob_once_, [&] {
-    uLong crc = 0;
-    for (size_t i = 0; i < num_chunks_; ++i) {
-      crc = crc32_combine(crc, ChunkCrc32(i), static_cast<z_off_t>(chunk_size(i)));
-    }
-    blob_crc32_ = static_cast<uint32_t>(crc);
+    uint32_t crc = 0;
+    for (size_t i = 0; i < num_chunks_; ++i) crc = Crc32Combine(crc, ChunkCrc32(i), chunk_size(i));
+    blob_crc32_ = crc;
   });
   return blob_crc32_;
 }

@@ -263,6 +263,10 @@ uint32_t Crc32Copy(std::string_view src, char* dst, uint32_t crc, bool stream) {
   return crc;
 }
 
+uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, size_t b_bytes) {
+  return static_cast<uint32_t>(crc32_combine(crc_a, crc_b, static_cast<z_off_t>(b_bytes)));
+}
+
 ChunkCrc32Appender::ChunkCrc32Appender(std::string* out, size_t chunk_bytes)
     : out_(out), chunk_bytes_(std::max<size_t>(1, chunk_bytes)) {}
 
@@ -282,12 +286,12 @@ void ChunkCrc32Appender::Append(std::string_view bytes) {
 }
 
 uint32_t ChunkCrc32Appender::Crc32OfAll() const {
-  uLong crc = 0;
+  uint32_t crc = 0;
   for (size_t i = 0; i < crcs_.size(); ++i) {
     const size_t len = i + 1 < crcs_.size() ? chunk_bytes_ : appended_ - i * chunk_bytes_;
-    crc = crc32_combine(crc, crcs_[i], static_cast<z_off_t>(len));
+    crc = Crc32Combine(crc, crcs_[i], len);
   }
-  return static_cast<uint32_t>(crc);
+  return crc;
 }
 
 }  // namespace rlvr

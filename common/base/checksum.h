@@ -14,6 +14,10 @@ namespace rlvr {
 // CRC-32 of `data`, continuing from `crc` (0 to start a new checksum).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
+// The CRC-32 of A followed by B, from A's CRC, B's CRC and B's length (zlib's
+// crc32_combine, for any length).
+uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, size_t b_bytes);
+
 // The same CRC of `src`, and `src` copied to `dst` in the same pass: each
 // block is checksummed and then copied while it is still in the L1 cache,
 // so `src` is read from memory once. With `stream`, the copy goes around

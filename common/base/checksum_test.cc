@@ -126,5 +126,14 @@ TEST(ChecksumTest, AppenderKeepsEachChunksCrcAndTheWholes) {
   }
 }
 
+TEST(ChecksumTest, CombineEqualsTheCrcOfTheConcatenation) {
+  const std::string a = "weights, chunk one";
+  std::string b(3 << 20, '\0');
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>(i * 7 + 1);
+  EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(b), b.size()), Crc32(a + b));
+  EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(""), 0), Crc32(a));
+  EXPECT_EQ(Crc32Combine(0, Crc32(b), b.size()), Crc32(b));
+}
+
 }  // namespace
 }  // namespace rlvr
