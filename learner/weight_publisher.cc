@@ -136,6 +136,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     PumpLocked();
   }
   void OnDone() override {
+    {
+      absl::MutexLock l(&mu_);
+      LOG(INFO) << "weight watch of '" << watcher_ << "' ended: " << status_.error_code() << " "
+                << status_.error_message();
+    }
     publisher_->Unregister(this);
     delete this;
   }
@@ -252,6 +257,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* WeightPublisher::WatchWeights(
     r->End(std::move(refuse));
     return r;
   }
+  LOG(INFO) << "weight watch opened: watcher '" << req.watcher_id().substr(0, 128)
+            << "' has version " << req.have_version() << ", from " << context->peer();
   Register(r);
   return r;
 }
