@@ -327,7 +327,7 @@ TEST(IngestTest, StateRoundTripReissuesOutstandingWork) {
   EXPECT_FALSE(g.ingest.RestoreState("{").ok());
 }
 
-TEST(IngestTest, PerSessionRateLimitRejectsAndRequeues) {
+TEST(IngestTest, PerSessionRateLimitMetersOnlyGroupsForNoLiveLease) {
   IngestOptions o = Options(1, 4, 2);
   o.max_groups_per_s = 1.0;  // Burst of one, then one per second.
   Fixture f(o);
@@ -336,18 +336,31 @@ TEST(IngestTest, PerSessionRateLimitRejectsAndRequeues) {
   uint64_t other = *f.ingest.OpenSession(1);
   auto leases = f.ingest.Grant(s);
   ASSERT_EQ(leases.size(), 3u);
-  EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(leases[0], 1), 100).accepted());
+  // Groups for the session's own live leases are paced by the leases: all
+  // three at once are accepted, far over one per second.
+  for (const auto& lease : leases) {
+    EXPECT_TRUE(f.ingest.Submit(s, ValidGroup(lease, 1), 100).accepted());
+  }
+  EXPECT_EQ(f.metrics.Rejected(rlvr::v1::REJECT_REASON_RATE_LIMITED).Value(), 0);
+  // Groups that answer no live lease are metered: the first of the burst
+  // gets its own answer, the next is rate-limited.
+  Ack duplicate = f.ingest.Submit(s, ValidGroup(leases[0], 1), 100);
+  EXPECT_EQ(duplicate.reason(), rlvr::v1::REJECT_REASON_DUPLICATE);
   Ack limited = f.ingest.Submit(s, ValidGroup(leases[1], 1), 100);
   EXPECT_FALSE(limited.accepted());
   EXPECT_EQ(limited.reason(), rlvr::v1::REJECT_REASON_RATE_LIMITED);
   EXPECT_NE(limited.detail().find("groups/s"), std::string::npos);
   EXPECT_EQ(f.metrics.Rejected(rlvr::v1::REJECT_REASON_RATE_LIMITED).Value(), 1);
-  // The limited lease's prompt goes back to the queue: another session gets it.
-  auto again = f.ingest.Grant(other);
-  ASSERT_EQ(again.size(), 1u);
-  EXPECT_EQ(again[0].prompt_id(), leases[1].prompt_id());
-  // The other session has its own bucket.
-  EXPECT_TRUE(f.ingest.Submit(other, ValidGroup(again[0], 1), 100).accepted());
+  // A lease of another session is no live lease of this one: metered too,
+  // and refused without touching the other session's lease.
+  auto theirs = f.ingest.Grant(other);
+  ASSERT_EQ(theirs.size(), 1u);
+  EXPECT_EQ(f.ingest.Submit(s, ValidGroup(theirs[0], 1), 100).reason(),
+            rlvr::v1::REJECT_REASON_RATE_LIMITED);
+  // The other session has its own bucket, and its lease is still live.
+  EXPECT_TRUE(f.ingest.Submit(other, ValidGroup(theirs[0], 1), 100).accepted());
+  EXPECT_EQ(f.ingest.Submit(other, ValidGroup(theirs[0], 1), 100).reason(),
+            rlvr::v1::REJECT_REASON_DUPLICATE);
 }
 
 TEST(IngestTest, BufferByteCapRejectsUntilTrainingFreesBytes) {

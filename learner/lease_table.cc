@@ -221,11 +221,15 @@ rlvr::v1::Ack LeaseTable::Submit(uint64_t session, ReceivedGroup* received, absl
     if (live) Lose(id, Closed::kLost);
     return Reject(id, rlvr::v1::REJECT_REASON_UNAVAILABLE, "learner is shutting down");
   }
-  if (!TakeRateToken(session, now)) {
-    lose(Closed::kLost);
-    return Reject(
-        id, rlvr::v1::REJECT_REASON_RATE_LIMITED,
-        absl::StrCat("session exceeds ", options_.max_groups_per_s, " groups/s; lease re-queued"));
+  // A group for a live lease of this session is paced by the leases
+  // themselves (credits, capacity) and is wanted: it is never metered, so a
+  // fast actor's work is never thrown away. The bucket meters the rest (for
+  // unknown, answered, expired, revoked or another session's leases), which
+  // only a confused or hostile client sends in bulk.
+  if (!live && !TakeRateToken(session, now)) {
+    return Reject(id, rlvr::v1::REJECT_REASON_RATE_LIMITED,
+                  absl::StrCat("session exceeds ", options_.max_groups_per_s,
+                               " groups/s answering no live lease"));
   }
   const size_t message_bytes = received->message_bytes;
   if (static_cast<int64_t>(message_bytes) > options_.max_message_bytes) {

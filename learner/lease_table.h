@@ -67,8 +67,9 @@ struct IngestOptions {
   double lease_timeout_s = 60.0;         // Lease deadline from grant.
   int64_t max_message_bytes = 16 << 20;  // Larger ActorMessages are rejected OVERSIZE.
   int max_sessions = 256;                // Concurrent sessions.
-  // Per-session token bucket (groups/s, burst of max(1, rate)); over-limit
-  // submissions are rejected RATE_LIMITED (a live lease is re-queued). 0 = off.
+  // Per-session token bucket (groups/s, burst of max(1, rate)) for groups that
+  // answer no live lease of the session; over-limit ones are rejected
+  // RATE_LIMITED. Groups for live leases are never metered. 0 = off.
   double max_groups_per_s = 0.0;
   // Cap on the estimated bytes of accepted groups not yet handed to the
   // trainer; a group that would exceed it is rejected UNAVAILABLE (lease

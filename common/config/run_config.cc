@@ -135,7 +135,7 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
            "Largest ActorMessage accepted, bytes.");
   s->Int("learner.max_sessions", &l.max_sessions, 1, 1 << 20, "Concurrent actor sessions.");
   s->Double("learner.max_groups_per_s", &l.max_groups_per_s, 0.0, 1e9,
-            "Per-session group rate limit (groups/s); 0 = off.");
+            "Per-session rate limit (groups/s) on groups that answer no live lease; 0 = off.");
   s->Int64("learner.buffer_bytes", &l.buffer_bytes, 1024, 1LL << 40,
            "Bytes of accepted groups awaiting training.");
   s->Int64("learner.seed", &l.seed, 0, kSeedMax, "Learner seed.");

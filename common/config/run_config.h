@@ -140,8 +140,10 @@ struct LearnerConfig {
   double collective_timeout_s = 120.0;   // A rank that hangs longer fails the others.
   int64_t max_message_bytes = 16 << 20;  // Largest ActorMessage accepted.
   int max_sessions = 256;                // Concurrent actor sessions accepted.
-  // Groups per second one session may submit (token bucket, burst of one
-  // second's worth); over-limit groups are rejected RATE_LIMITED. 0 = off.
+  // Groups per second one session may submit that answer none of its live
+  // leases (token bucket, burst of one second's worth); over-limit ones are
+  // rejected RATE_LIMITED. Groups for live leases are never metered: the
+  // leases pace them. 0 = off.
   double max_groups_per_s = 200.0;
   // Bytes of accepted groups waiting for training; a group that would exceed
   // it is rejected UNAVAILABLE (its lease re-queued).

@@ -70,9 +70,9 @@ actor: {max_batch_prompts: 4, threads: 1}
 # leases that could not be trained within that are revoked. With lag 2 the
 # learner leases up to (lag + 1) * groups_per_update = 12 groups ahead, so the
 # slowed actors can hold lag * groups_per_update = 8 without stalling updates.
-# No per-actor rate limit: this model's actor generates far above the default
-# 200 groups/s, and its RATE_LIMITED rejections would be most of the groups
-# generated (they count in the stale fraction's denominator).
+# No per-actor rate limit: the groups that answer no live lease (the slowed
+# actors' revoked ones) are the ones it meters, and its RATE_LIMITED answers
+# would stand in for the STALE_VERSION ones this phase counts.
 learner: {group_size: 4, max_policy_lag: 2, buffer_groups: 32, groups_per_update: 4,
           checkpoint_every: 0,
           threads: 1, lease_timeout_s: 120, max_groups_per_s: 0}

@@ -141,18 +141,5 @@ export function checkRunConfig(text, schema) {
   if (get("task.min_digits", 1) > get("task.max_digits", 2)) {
     problems.push("task.min_digits is larger than task.max_digits");
   }
-  // The per-session rate limit (learner/ingest.cc: token bucket, burst = one
-  // second's worth) is a guard against a runaway client, not flow control:
-  // leases and the buffer bound what an actor can send. One actor may hold
-  // leases for the whole buffer and return them together (a fast GPU actor
-  // finishes a large batch at once), so a burst below buffer_groups rejects
-  // healthy groups as RATE_LIMITED.
-  const rate = get("learner.max_groups_per_s", 200);
-  const buffer = get("learner.buffer_groups", 64);
-  if (rate > 0 && rate < buffer) {
-    problems.push(`learner.max_groups_per_s ${rate} is below learner.buffer_groups ${buffer}: ` +
-                  "one actor returning the groups it may hold at once would be rate-limited; " +
-                  "raise max_groups_per_s (GPU actors: see docs/deploy.md) or set it to 0");
-  }
   return problems;
 }
