@@ -324,6 +324,19 @@ IngestSnapshot Ingest::Snapshot() {
   s.set_latest_version(table_.latest_version());
   s.set_epoch(table_.cursor().epoch());
   s.set_cursor(table_.cursor().cursor());
+  const auto& by = c.rejected_by_reason;
+  s.set_groups_rejected_unknown_lease(by[rlvr::v1::REJECT_REASON_UNKNOWN_LEASE]);
+  s.set_groups_rejected_expired_lease(by[rlvr::v1::REJECT_REASON_EXPIRED_LEASE]);
+  s.set_groups_rejected_duplicate(by[rlvr::v1::REJECT_REASON_DUPLICATE]);
+  s.set_groups_rejected_wrong_group_size(by[rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE]);
+  s.set_groups_rejected_token_out_of_vocab(by[rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB]);
+  s.set_groups_rejected_length_mismatch(by[rlvr::v1::REJECT_REASON_LENGTH_MISMATCH]);
+  s.set_groups_rejected_non_finite(by[rlvr::v1::REJECT_REASON_NON_FINITE]);
+  s.set_groups_rejected_reward_out_of_range(by[rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE]);
+  s.set_groups_rejected_stale_version(by[rlvr::v1::REJECT_REASON_STALE_VERSION]);
+  s.set_groups_rejected_oversize(by[rlvr::v1::REJECT_REASON_OVERSIZE]);
+  s.set_groups_rejected_unavailable(by[rlvr::v1::REJECT_REASON_UNAVAILABLE]);
+  s.set_groups_rejected_rate_limited(by[rlvr::v1::REJECT_REASON_RATE_LIMITED]);
   return s;
 }
 

@@ -154,6 +154,21 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
   nlohmann::json summary = nlohmann::json::parse(Slurp(run_dir / "summary.json"));
   EXPECT_EQ(summary["updates"].get<int>(), 10);
   EXPECT_TRUE(summary["completed"].get<bool>());
+  // Waste by reason: each line counts the groups refused at the door since
+  // the previous line (one key per RejectReason), summary.json their totals.
+  std::map<std::string, int64_t> rejected;
+  for (const nlohmann::json& line : m) {
+    ASSERT_TRUE(line.contains("groups_rejected")) << line.dump();
+    EXPECT_EQ(line["groups_rejected"].size(), 12u) << line.dump();
+    for (const auto& [reason, n] : line["groups_rejected"].items()) {
+      rejected[reason] += n.get<int64_t>();
+    }
+  }
+  ASSERT_TRUE(summary["groups_rejected"].is_object()) << summary.dump();
+  EXPECT_EQ(summary["groups_rejected"].size(), 12u);
+  for (const auto& [reason, n] : rejected) {
+    EXPECT_EQ(summary["groups_rejected"][reason].get<int64_t>(), n) << reason;
+  }
   EXPECT_GE(summary["final_heldout_accuracy"].get<double>(), 0.0);
   EXPECT_GE(summary["base_heldout_accuracy"].get<double>(), 0.0);
   std::string printed = Slurp(out1);

@@ -115,20 +115,27 @@ TEST(IngestSnapshotTest, DeltasAreTheIncreaseSinceThePreviousLine) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!diagnostics_keys.count(it.key())) added.insert(it.key());
   }
-  EXPECT_EQ(added, (std::set<std::string>{"groups_accepted", "leases_revoked"}));
+  EXPECT_EQ(added, (std::set<std::string>{"groups_accepted", "leases_revoked", "groups_rejected"}));
   EXPECT_TRUE(j["groups_accepted"].is_number_integer());
   EXPECT_EQ(j["groups_accepted"].get<uint64_t>(), 7u);
   EXPECT_EQ(j["leases_revoked"].get<uint64_t>(), 0u);
   EXPECT_EQ(j["groups_dropped"]["stale"].get<uint64_t>(), 3u);
   EXPECT_EQ(j["groups_dropped"]["balance"].get<int64_t>(), 2);
   EXPECT_EQ(j["groups_dropped"].size(), 4u);  // trust_region, zero_variance, balance, stale.
+  // Rejected groups by reason, keyed as the Prometheus family labels them.
+  EXPECT_EQ(j["groups_rejected"].size(), 12u);
+  EXPECT_EQ(j["groups_rejected"]["rate_limited"].get<uint64_t>(), 5u);
+  EXPECT_EQ(j["groups_rejected"]["stale_version"].get<uint64_t>(), 5u);
+  EXPECT_EQ(j["groups_rejected"]["token_out_of_vocab"].get<uint64_t>(), 5u);
 
   // The first line counts from an empty snapshot: the totals.
   nlohmann::json first;
   IngestDeltasToJson(now, IngestSnapshot(), &first);
   EXPECT_EQ(first["groups_accepted"].get<uint64_t>(), now.groups_accepted());
   EXPECT_EQ(first["groups_dropped"]["stale"].get<uint64_t>(), now.groups_dropped_stale());
-  EXPECT_EQ(first.size(), 3u);
+  EXPECT_EQ(first["groups_rejected"]["unknown_lease"].get<uint64_t>(),
+            now.groups_rejected_unknown_lease());
+  EXPECT_EQ(first.size(), 4u);
 }
 
 }  // namespace

@@ -23,6 +23,16 @@ double Field(const nlohmann::json& j, std::initializer_list<const char*> keys) {
   return kNaN;
 }
 
+// The numbers of the object at `key` ({"reason": count, ...}); empty if absent.
+void CountsByReason(const nlohmann::json& j, const char* key, std::map<std::string, double>* out) {
+  out->clear();
+  if (auto it = j.find(key); it != j.end() && it->is_object()) {
+    for (const auto& [reason, n] : it->items()) {
+      if (n.is_number()) (*out)[reason] = n.get<double>();
+    }
+  }
+}
+
 bool ParseRecord(const std::string& line, UpdateRecord* r) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return false;
@@ -39,12 +49,8 @@ bool ParseRecord(const std::string& line, UpdateRecord* r) {
   r->time = Field(j, {"time", "unix_time", "timestamp"});
   r->groups_accepted = Field(j, {"groups_accepted"});
   r->leases_revoked = Field(j, {"leases_revoked"});
-  r->groups_dropped.clear();
-  if (auto it = j.find("groups_dropped"); it != j.end() && it->is_object()) {
-    for (const auto& [reason, n] : it->items()) {
-      if (n.is_number()) r->groups_dropped[reason] = n.get<double>();
-    }
-  }
+  CountsByReason(j, "groups_dropped", &r->groups_dropped);
+  CountsByReason(j, "groups_rejected", &r->groups_rejected);
   return !std::isnan(r->step);
 }
 

@@ -17,9 +17,11 @@ struct UpdateRecord {
   double cancellation_residual = 0, tokens = 0, step_seconds = 0, staleness = 0;
   double heldout_accuracy = 0, time = 0;
   // Waste counts of the update (absent: NaN / empty): groups accepted since
-  // the previous line, groups not trained on by reason, leases revoked.
+  // the previous line, accepted groups not trained on by reason, groups
+  // refused at the door by reason, leases revoked.
   double groups_accepted = 0, leases_revoked = 0;
   std::map<std::string, double> groups_dropped;
+  std::map<std::string, double> groups_rejected;
 };
 
 // Follows a growing metrics.jsonl; tolerates a partially written last line.

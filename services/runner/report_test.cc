@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
 namespace rlvr::runner {
 namespace {
@@ -39,6 +40,28 @@ TEST(ReportTest, ReadAllRejectsMalformedLinesByNumber) {
   std::vector<UpdateRecord> out;
   absl::Status s = ReadAllMetrics(path, &out);
   EXPECT_THAT(s.message(), HasSubstr(":2:"));
+}
+
+TEST(ReportTest, ReadsWasteCountsByReason) {
+  std::string path = testing::TempDir() + "/metrics_waste.jsonl";
+  std::ofstream(path) << R"({"step":1,"groups_accepted":70,"leases_revoked":2,)"
+                      << R"("groups_dropped":{"stale":3,"zero_variance":4},)"
+                      << R"("groups_rejected":{"rate_limited":5,"stale_version":6}})"
+                      << "\n"
+                      << R"({"step":2})"
+                      << "\n";
+  std::vector<UpdateRecord> out;
+  ASSERT_TRUE(ReadAllMetrics(path, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].groups_accepted, 70);
+  EXPECT_EQ(out[0].leases_revoked, 2);
+  EXPECT_EQ(out[0].groups_dropped,
+            (std::map<std::string, double>{{"stale", 3}, {"zero_variance", 4}}));
+  EXPECT_EQ(out[0].groups_rejected,
+            (std::map<std::string, double>{{"rate_limited", 5}, {"stale_version", 6}}));
+  EXPECT_TRUE(std::isnan(out[1].groups_accepted));
+  EXPECT_TRUE(out[1].groups_dropped.empty());
+  EXPECT_TRUE(out[1].groups_rejected.empty());
 }
 
 TEST(ReportTest, ProgressLineShowsStepRewardHeldoutAndEta) {

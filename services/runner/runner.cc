@@ -279,15 +279,18 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
   }
   // Waste totals over the updates of metrics.jsonl.
   double accepted = 0, revoked = 0;
-  std::map<std::string, double> dropped;
+  std::map<std::string, double> dropped, rejected;
   for (const auto& r : history) {
     if (!std::isnan(r.groups_accepted)) accepted += r.groups_accepted;
     if (!std::isnan(r.leases_revoked)) revoked += r.leases_revoked;
     for (const auto& [reason, n] : r.groups_dropped) dropped[reason] += n;
+    for (const auto& [reason, n] : r.groups_rejected) rejected[reason] += n;
   }
   j["groups_accepted"] = static_cast<int64_t>(accepted);
   j["groups_dropped"] = nlohmann::json::object();
   for (const auto& [reason, n] : dropped) j["groups_dropped"][reason] = static_cast<int64_t>(n);
+  j["groups_rejected"] = nlohmann::json::object();
+  for (const auto& [reason, n] : rejected) j["groups_rejected"][reason] = static_cast<int64_t>(n);
   j["leases_revoked"] = static_cast<int64_t>(revoked);
   // CPU use by role (every child is reaped by now; restarted actors count
   // each incarnation). busy = CPU seconds / process wall seconds: for a
