@@ -53,6 +53,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -60,6 +61,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "actor/group_pool.h"
 #include "actor/outbox.h"
@@ -135,6 +137,18 @@ std::string LoadAverage() {
   double l[3];
   if (getloadavg(l, 3) != 3) return "?";
   return absl::StrFormat("%.2f %.2f %.2f", l[0], l[1], l[2]);
+}
+
+// The CPU's model name (/proc/cpuinfo), or "?".
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos)
+      return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return "?";
 }
 
 // The CPUs this process may run on.
@@ -1292,6 +1306,8 @@ int main(int argc, char** argv) {
       "NOT optimized: figures are meaningless",
 #endif
       kept ? "yes" : "no (GLIBC_TUNABLES set)");
+  // The host matters: the figures of one VM moved 2-3x between hosts.
+  std::printf("  CPU: %s; CRC-32 loop: %s\n", CpuModel().c_str(), rlvr::Crc32Implementation());
   std::printf(
       "  allocator arenas: %s; pre-touched before the clock: each watcher's blob buffer\n"
       "  (WeightAssembler::Reserve, as the actor does at start), the fan-out's source blobs and\n"

@@ -207,6 +207,17 @@ uint32_t Crc32Using(Crc32Path path, std::string_view data, uint32_t crc) {
 
 }  // namespace internal
 
+const char* Crc32Implementation() {
+#if defined(__x86_64__)
+  if (HasClmul()) {
+    if (HasVclmul()) return "vpclmulqdq-512";
+    if (HasVclmul256()) return "vpclmulqdq-256";
+    return "pclmulqdq-128";
+  }
+#endif
+  return "table";
+}
+
 uint32_t Crc32(std::string_view data, uint32_t crc) {
   return internal::Crc32Using(internal::Crc32Path::kVector512, data, crc);
 }

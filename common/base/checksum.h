@@ -14,6 +14,10 @@ namespace rlvr {
 // CRC-32 of `data`, continuing from `crc` (0 to start a new checksum).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
+// The loop Crc32 runs on this CPU, for reports: "vpclmulqdq-512" (AVX-512),
+// "vpclmulqdq-256" (AVX2), "pclmulqdq-128" or "table" (zlib's).
+const char* Crc32Implementation();
+
 // The CRC-32 of A followed by B, from A's CRC, B's CRC and B's length (zlib's
 // crc32_combine, for any length).
 uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, size_t b_bytes);

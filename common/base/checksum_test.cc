@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fstream>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 
 namespace rlvr {
@@ -133,6 +136,28 @@ TEST(ChecksumTest, CombineEqualsTheCrcOfTheConcatenation) {
   EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(b), b.size()), Crc32(a + b));
   EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(""), 0), Crc32(a));
   EXPECT_EQ(Crc32Combine(0, Crc32(b), b.size()), Crc32(b));
+}
+
+// The reported loop is the one the kernel's view of the CPU allows
+// (/proc/cpuinfo's flags), the fastest first.
+TEST(ChecksumTest, ImplementationFollowsTheCpuFlags) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;
+  }
+  if (flags.empty()) GTEST_SKIP() << "no x86 flags in /proc/cpuinfo";
+  const bool clmul = flags.count("pclmulqdq") && flags.count("sse4_1");
+  const bool vclmul = clmul && flags.count("vpclmulqdq");
+  const std::string expected = vclmul && flags.count("avx512f") ? "vpclmulqdq-512"
+                               : vclmul && flags.count("avx2")  ? "vpclmulqdq-256"
+                               : clmul                          ? "pclmulqdq-128"
+                                                                : "table";
+  EXPECT_EQ(Crc32Implementation(), expected);
 }
 
 }  // namespace
