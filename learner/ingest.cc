@@ -4,7 +4,9 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "learner/rollout_decoder.h"
@@ -307,6 +309,21 @@ void Ingest::SyncMetricsLocked() {
   metrics_->sessions_suspended->Set(static_cast<double>(table_.suspended_sessions()));
 }
 
+const google::protobuf::FieldDescriptor* RejectedGroupsField(int reason) {
+  static const std::vector<const google::protobuf::FieldDescriptor*>* const fields = [] {
+    auto* v = new std::vector<const google::protobuf::FieldDescriptor*>(
+        rlvr::v1::RejectReason_MAX + 1, nullptr);
+    for (int r = rlvr::v1::RejectReason_MIN; r <= rlvr::v1::RejectReason_MAX; ++r) {
+      if (r == rlvr::v1::REJECT_REASON_UNSPECIFIED || !rlvr::v1::RejectReason_IsValid(r)) continue;
+      (*v)[r] = IngestSnapshot::descriptor()->FindFieldByName(
+          "groups_rejected_" + RejectReasonLabel(static_cast<rlvr::v1::RejectReason>(r)));
+    }
+    return v;
+  }();
+  if (reason < 0 || static_cast<size_t>(reason) >= fields->size()) return nullptr;
+  return (*fields)[reason];
+}
+
 IngestSnapshot Ingest::Snapshot() {
   absl::MutexLock l(&mu_);
   const LeaseTableCounters& c = table_.counters();
@@ -324,19 +341,12 @@ IngestSnapshot Ingest::Snapshot() {
   s.set_latest_version(table_.latest_version());
   s.set_epoch(table_.cursor().epoch());
   s.set_cursor(table_.cursor().cursor());
-  const auto& by = c.rejected_by_reason;
-  s.set_groups_rejected_unknown_lease(by[rlvr::v1::REJECT_REASON_UNKNOWN_LEASE]);
-  s.set_groups_rejected_expired_lease(by[rlvr::v1::REJECT_REASON_EXPIRED_LEASE]);
-  s.set_groups_rejected_duplicate(by[rlvr::v1::REJECT_REASON_DUPLICATE]);
-  s.set_groups_rejected_wrong_group_size(by[rlvr::v1::REJECT_REASON_WRONG_GROUP_SIZE]);
-  s.set_groups_rejected_token_out_of_vocab(by[rlvr::v1::REJECT_REASON_TOKEN_OUT_OF_VOCAB]);
-  s.set_groups_rejected_length_mismatch(by[rlvr::v1::REJECT_REASON_LENGTH_MISMATCH]);
-  s.set_groups_rejected_non_finite(by[rlvr::v1::REJECT_REASON_NON_FINITE]);
-  s.set_groups_rejected_reward_out_of_range(by[rlvr::v1::REJECT_REASON_REWARD_OUT_OF_RANGE]);
-  s.set_groups_rejected_stale_version(by[rlvr::v1::REJECT_REASON_STALE_VERSION]);
-  s.set_groups_rejected_oversize(by[rlvr::v1::REJECT_REASON_OVERSIZE]);
-  s.set_groups_rejected_unavailable(by[rlvr::v1::REJECT_REASON_UNAVAILABLE]);
-  s.set_groups_rejected_rate_limited(by[rlvr::v1::REJECT_REASON_RATE_LIMITED]);
+  // One counter per RejectReason, in the field named after it (ingest.proto).
+  const google::protobuf::Reflection* reflection = s.GetReflection();
+  for (size_t r = 0; r < c.rejected_by_reason.size(); ++r) {
+    const google::protobuf::FieldDescriptor* field = RejectedGroupsField(static_cast<int>(r));
+    if (field != nullptr) reflection->SetUInt64(&s, field, c.rejected_by_reason[r]);
+  }
   return s;
 }
 

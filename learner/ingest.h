@@ -48,6 +48,11 @@ namespace rlvr::learner {
 // learner/diagnostics/ingest_snapshot.h.
 using rlvr::v1::IngestSnapshot;
 
+// The IngestSnapshot field counting the groups rejected for `reason` (a
+// rlvr.v1.RejectReason value): groups_rejected_<reason in lower case>, or
+// null for UNSPECIFIED, values outside the enum and reasons without a field.
+const google::protobuf::FieldDescriptor* RejectedGroupsField(int reason);
+
 // The encoded size of an ActorMessage carrying `group` alone, as far as a
 // comparison with `limit` needs it: a cheap upper bound when that bound is
 // within `limit`, else the exact size. So `result > limit` is exact, and

@@ -361,6 +361,37 @@ TEST(IngestTest, PerSessionRateLimitMetersOnlyGroupsForNoLiveLease) {
   EXPECT_TRUE(f.ingest.Submit(other, ValidGroup(theirs[0], 1), 100).accepted());
   EXPECT_EQ(f.ingest.Submit(other, ValidGroup(theirs[0], 1), 100).reason(),
             rlvr::v1::REJECT_REASON_DUPLICATE);
+  // The snapshot (metrics.jsonl, summary.json) counts them by reason.
+  const IngestSnapshot snap = f.ingest.Snapshot();
+  EXPECT_EQ(snap.groups_rejected_rate_limited(), 2u);
+  EXPECT_EQ(snap.groups_rejected_duplicate(), 2u);
+  EXPECT_EQ(snap.groups_rejected_unknown_lease(), 0u);
+  EXPECT_EQ(snap.groups_rejected(), 4u);
+}
+
+// Every RejectReason has its counter in IngestSnapshot, named after it and
+// written to metrics.jsonl under groups_rejected.<reason>, the label of
+// rlvr_learner_groups_rejected_total.
+TEST(IngestTest, EveryRejectReasonHasItsCounterInTheSnapshot) {
+  int reasons = 0;
+  for (int r = rlvr::v1::RejectReason_MIN; r <= rlvr::v1::RejectReason_MAX; ++r) {
+    if (!rlvr::v1::RejectReason_IsValid(r)) continue;
+    const auto* field = RejectedGroupsField(r);
+    if (r == rlvr::v1::REJECT_REASON_UNSPECIFIED) {
+      EXPECT_EQ(field, nullptr);
+      continue;
+    }
+    const std::string label = RejectReasonLabel(static_cast<rlvr::v1::RejectReason>(r));
+    ASSERT_NE(field, nullptr) << label;
+    EXPECT_EQ(field->name(), "groups_rejected_" + label);
+    EXPECT_EQ(field->cpp_type(), google::protobuf::FieldDescriptor::CPPTYPE_UINT64);
+    EXPECT_EQ(field->options().GetExtension(rlvr::v1::ingest).json_delta(),
+              "groups_rejected." + label);
+    ++reasons;
+  }
+  EXPECT_EQ(reasons, 12);
+  EXPECT_EQ(RejectedGroupsField(-1), nullptr);
+  EXPECT_EQ(RejectedGroupsField(rlvr::v1::RejectReason_MAX + 1), nullptr);
 }
 
 TEST(IngestTest, BufferByteCapRejectsUntilTrainingFreesBytes) {
