@@ -286,11 +286,14 @@ absl::Status Supervisor::Finish(RunSummary* summary, const std::vector<UpdateRec
     for (const auto& [reason, n] : r.groups_dropped) dropped[reason] += n;
     for (const auto& [reason, n] : r.groups_rejected) rejected[reason] += n;
   }
+  auto counts = [](const std::map<std::string, double>& by_reason) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [reason, n] : by_reason) o[reason] = static_cast<int64_t>(n);
+    return o;
+  };
   j["groups_accepted"] = static_cast<int64_t>(accepted);
-  j["groups_dropped"] = nlohmann::json::object();
-  for (const auto& [reason, n] : dropped) j["groups_dropped"][reason] = static_cast<int64_t>(n);
-  j["groups_rejected"] = nlohmann::json::object();
-  for (const auto& [reason, n] : rejected) j["groups_rejected"][reason] = static_cast<int64_t>(n);
+  j["groups_dropped"] = counts(dropped);
+  j["groups_rejected"] = counts(rejected);
   j["leases_revoked"] = static_cast<int64_t>(revoked);
   // CPU use by role (every child is reaped by now; restarted actors count
   // each incarnation). busy = CPU seconds / process wall seconds: for a
