@@ -10,8 +10,7 @@
 //    options plus keepalive) drives a session, watches a weight version
 //    larger than its 4 MiB receive limit and checks health, then holds both
 //    streams idle with keepalive pings and uses them again
-//    (tests/interop/client.js). Skipped with a message where node or the
-//    npm packages are absent. RLVR_INTEROP_IDLE_S / RLVR_INTEROP_WEIGHT_MB /
+//    (tests/interop/client.js). RLVR_INTEROP_IDLE_S / RLVR_INTEROP_WEIGHT_MB /
 //    RLVR_INTEROP_KEEPALIVE_MS size it (scripts/interop runs 300 s idle,
 //    120 MB, keepalive 10 s);
 //  - bursts of short-lived grpc-js streams (Session streams that never say
@@ -19,7 +18,9 @@
 //    cancelled after Welcome; WatchWeights streams cancelled mid-transfer;
 //    tests/interop/streams.js) in rounds: the server's RSS after the last
 //    round stays within a margin of its RSS after round 2 (a leak grows it
-//    every round; a high-water mark does not). Skipped without node.
+//    every round; a high-water mark does not).
+// The grpc-js tests need node and tests/interop's npm packages, which ctest's
+// interop_packages test installs first; without them they skip, saying why.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -180,25 +181,18 @@ TEST_F(FrontDoorProcessTest, GzipBombIsRefusedBeforeInflation) {
   EXPECT_EQ(log.find("refusals{reason=cancelled_before_hello}"), std::string::npos) << log;
 }
 
-// node and the interop packages (installed by `npm ci` when missing), or a
-// reason to skip.
-std::string NodeOrWhyNot(const fs::path& interop, const fs::path& log, std::string* node) {
+// node and the interop packages (scripts/install-interop-packages, which
+// ctest runs first), or why not: a reason to skip, which scripts/test counts
+// as a failure.
+std::string NodeOrWhyNot(const fs::path& interop, std::string* node) {
   *node = FindInPath("node");
   if (node->empty()) {
-    return "node not found in PATH: install Node.js (>= 18) and run `npm ci` in tests/interop "
-           "to run the @grpc/grpc-js interop tests";
+    return "node not found in PATH: install Node.js (>= 18) and run "
+           "scripts/install-interop-packages to run the @grpc/grpc-js interop tests";
   }
   if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
-    const std::string npm = FindInPath("npm");
-    if (!npm.empty()) {
-      Process install({npm, "ci", "--prefix", interop.string(), "--no-audit", "--no-fund"},
-                      log.string());
-      install.Wait(300);
-    }
-    if (!fs::exists(interop / "node_modules" / "@grpc" / "grpc-js")) {
-      return "@grpc/grpc-js not installed and `npm ci` in " + interop.string() +
-             " did not install it (no npm or no registry)";
-    }
+    return "@grpc/grpc-js is not installed in " + interop.string() +
+           ": run scripts/install-interop-packages";
   }
   return "";
 }
@@ -233,7 +227,7 @@ TEST_F(FrontDoorProcessTest, HungActorSlowsSynchronousUpdatesBoundedly) {
   const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
   const fs::path interop = src / "tests" / "interop";
   std::string node;
-  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+  if (const std::string why = NodeOrWhyNot(interop, &node); !why.empty()) {
     GTEST_SKIP() << why;
   }
   const int port = StartServer({"--max_policy_lag", "0", "--groups_per_update", "8",
@@ -301,7 +295,7 @@ TEST_F(FrontDoorProcessTest, GrpcJsClientDrivesSessionWeightsAndHealthWithKeepal
   const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
   const fs::path interop = src / "tests" / "interop";
   std::string node;
-  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+  if (const std::string why = NodeOrWhyNot(interop, &node); !why.empty()) {
     GTEST_SKIP() << why;
   }
   const double weight_mb = std::stod(EnvOr("RLVR_INTEROP_WEIGHT_MB", "24"));
@@ -345,7 +339,7 @@ TEST_F(FrontDoorProcessTest, ForeignClientStreamBurstsDoNotGrowMemory) {
   const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
   const fs::path interop = src / "tests" / "interop";
   std::string node;
-  if (const std::string why = NodeOrWhyNot(interop, dir_ / "npm.log", &node); !why.empty()) {
+  if (const std::string why = NodeOrWhyNot(interop, &node); !why.empty()) {
     GTEST_SKIP() << why;
   }
   const std::string n = EnvOr("RLVR_STREAMS_N", "600");
