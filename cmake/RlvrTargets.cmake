@@ -128,21 +128,21 @@ function(rlvr_add_test)
   # passed through gtest_discover_tests loses all but its first entry.
   set_target_properties(${T_NAME} PROPERTIES CROSSCOMPILING_EMULATOR
     "/usr/bin/env;RLVR_SOURCE_DIR=${PROJECT_SOURCE_DIR};RLVR_BINARY=$<TARGET_FILE:rlvr>;OMP_NUM_THREADS=1")
+  # Listing a LibTorch binary's tests loads LibTorch: under load that takes
+  # longer than gtest_discover_tests' default 5 s, which would abort ctest.
+  set(discovery DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120)
   set(fixture)
   if(T_FIXTURE)
     set(fixture FIXTURES_REQUIRED ${T_FIXTURE})
   endif()
   if(T_GPU_TESTS)
     list(JOIN T_GPU_TESTS ":" gpu_filter)
-    gtest_discover_tests(${T_NAME}
-      DISCOVERY_MODE PRE_TEST TEST_FILTER "-${gpu_filter}"
+    gtest_discover_tests(${T_NAME} ${discovery} TEST_FILTER "-${gpu_filter}"
       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" ${fixture})
-    gtest_discover_tests(${T_NAME}
-      DISCOVERY_MODE PRE_TEST TEST_FILTER "${gpu_filter}"
+    gtest_discover_tests(${T_NAME} ${discovery} TEST_FILTER "${gpu_filter}"
       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS gpu ${fixture})
   else()
-    gtest_discover_tests(${T_NAME}
-      DISCOVERY_MODE PRE_TEST
+    gtest_discover_tests(${T_NAME} ${discovery}
       PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" ${fixture})
   endif()
 endfunction()
