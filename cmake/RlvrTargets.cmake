@@ -97,10 +97,20 @@ function(rlvr_use_torch_pch target)
   endforeach()
 endfunction()
 
-# rlvr_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TORCH] [TIMEOUT s])
+# rlvr_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TORCH] [TIMEOUT s]
+#               [FIXTURE fixture] [GPU_TESTS pattern...])
 # One gtest binary; each TEST becomes a CTest test, discovered when ctest runs.
+# FIXTURE: a CTest fixture every test of the binary requires (data fetched by a
+# setup test, e.g. rlvr_tokenizer_files), so ctest runs the setup first and
+# does not run the tests when it fails. One only: gtest_discover_tests keeps
+# only the first element of a list-valued property.
+# The label gpu marks tests that need a GPU and skip without one:
+# scripts/check-skips allows exactly these skips, on a machine without a GPU.
+# LABELS gpu labels the whole binary; GPU_TESTS labels gpu only the tests of
+# the binary that match one of the patterns (gtest filter syntax:
+# Suite.Name, * and ?), the others keep LABELS.
 function(rlvr_add_test)
-  cmake_parse_arguments(T "TORCH" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "TORCH" "NAME;TIMEOUT;FIXTURE" "SOURCES;LIBS;LABELS;GPU_TESTS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
   rlvr_target_options(${T_NAME})
@@ -118,7 +128,21 @@ function(rlvr_add_test)
   # passed through gtest_discover_tests loses all but its first entry.
   set_target_properties(${T_NAME} PROPERTIES CROSSCOMPILING_EMULATOR
     "/usr/bin/env;RLVR_SOURCE_DIR=${PROJECT_SOURCE_DIR};RLVR_BINARY=$<TARGET_FILE:rlvr>;OMP_NUM_THREADS=1")
-  gtest_discover_tests(${T_NAME}
-    DISCOVERY_MODE PRE_TEST
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  # Listing a LibTorch binary's tests loads LibTorch: under load that takes
+  # longer than gtest_discover_tests' default 5 s, which would abort ctest.
+  set(discovery DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120)
+  set(fixture)
+  if(T_FIXTURE)
+    set(fixture FIXTURES_REQUIRED ${T_FIXTURE})
+  endif()
+  if(T_GPU_TESTS)
+    list(JOIN T_GPU_TESTS ":" gpu_filter)
+    gtest_discover_tests(${T_NAME} ${discovery} TEST_FILTER "-${gpu_filter}"
+      PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" ${fixture})
+    gtest_discover_tests(${T_NAME} ${discovery} TEST_FILTER "${gpu_filter}"
+      PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS gpu ${fixture})
+  else()
+    gtest_discover_tests(${T_NAME} ${discovery}
+      PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}" ${fixture})
+  endif()
 endfunction()

@@ -218,6 +218,9 @@ class SessionServiceTest : public ::testing::TestWithParam<bool> {
   std::unique_ptr<rlvr::v1::SessionService::Stub> stub_;
 };
 
+// Tests of RolloutBatch itself: instantiated for batch sessions only.
+class SessionServiceBatchTest : public SessionServiceTest {};
+
 TEST_P(SessionServiceTest, WelcomeWeightsAndLeases) {
   LearnerMessage welcome;
   Client c = Connect(2, &welcome);
@@ -358,8 +361,7 @@ TEST_P(SessionServiceTest, ExcessSessionsAreRefusedAndDisconnectRequeues) {
 // A RolloutBatch with bad groups among good ones: every group gets its own Ack
 // in order, each bad one is rejected alone and counted by reason, the good
 // ones are buffered, and sending the batch again accepts nothing twice.
-TEST_P(SessionServiceTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
-  if (!GetParam()) GTEST_SKIP() << "batches only";
+TEST_P(SessionServiceBatchTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
   Client c = Connect(8);
   std::vector<WorkLease> leases;
   for (int i = 0; i < 6; ++i) leases.push_back(c.NextLease());
@@ -408,6 +410,10 @@ TEST_P(SessionServiceTest, MixedBatchIsJudgedPerGroupAndExactlyOnce) {
 INSTANTIATE_TEST_SUITE_P(SingleAndBatch, SessionServiceTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Batch" : "Single";
+                         });
+INSTANTIATE_TEST_SUITE_P(Batch, SessionServiceBatchTest, ::testing::Values(true),
+                         [](const ::testing::TestParamInfo<bool>&) {
+                           return std::string("Batch");
                          });
 
 // The decoder declines what it does not read itself (here a verifier
@@ -485,23 +491,20 @@ TEST_P(SessionServiceTest, DeclinedMessagesAreParsedAndMalformedBytesEndTheCall)
 // A batch larger than an HTTP/2 frame arrives in several slices, which the
 // session decodes in place (a group that spans two is joined alone): every
 // group is judged as if sent alone.
-TEST_P(SessionServiceTest, BatchInManySlicesIsDecodedWhole) {
-  if (!GetParam()) GTEST_SKIP() << "batches only";
+TEST_P(SessionServiceBatchTest, BatchInManySlicesIsDecodedWhole) {
   ExpectBatchInManySlicesAccepted(/*declined=*/false);
 }
 
 // The same with a group the decoder declines: the session joins the slices
 // for protobuf, and every group is judged as if the decoder had read it.
-TEST_P(SessionServiceTest, DeclinedBatchInManySlicesIsParsedWhole) {
-  if (!GetParam()) GTEST_SKIP() << "batches only";
+TEST_P(SessionServiceBatchTest, DeclinedBatchInManySlicesIsParsedWhole) {
   ExpectBatchInManySlicesAccepted(/*declined=*/true);
 }
 
 // A RolloutBatch of more groups than the session's capacity (it can hold no
 // more leases than that) ends the call before anything in it is judged; its
 // leases go back to the queue.
-TEST_P(SessionServiceTest, BatchOfMoreGroupsThanTheCapacityEndsTheCall) {
-  if (!GetParam()) GTEST_SKIP() << "batches only";
+TEST_P(SessionServiceBatchTest, BatchOfMoreGroupsThanTheCapacityEndsTheCall) {
   Client c = Connect(2);
   WorkLease a = c.NextLease();
   WorkLease b = c.NextLease();

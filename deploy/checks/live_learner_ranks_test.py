@@ -9,7 +9,7 @@ in which Kubernetes' SIGTERM (pod deletion, preemption, JobSet restart) finds
 a worker. The worker must exit within 10 s (its shell reports 143, so a Job
 replaces it rather than counting it complete), long before the grace period
 and learner.collective_timeout_s. Then rank 0 is stopped the same way.
-Skips (77) until `rlvr learner` is built. Stdlib, kubectl and node only.
+Fails when RLVR_BINARY is not an rlvr whose learner answers --help. Stdlib, kubectl and node only.
 """
 import os
 import signal
@@ -30,11 +30,7 @@ learner: {groups_per_update: 4, buffer_groups: 16, threads: 1, collective_timeou
 
 
 def main():
-    binary = os.environ.get("RLVR_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK) or not live.command_available(binary, "learner"):
-        print(f"SKIP: RLVR_BINARY ('{binary}') has no `rlvr learner` yet; build target rlvr first")
-        return live.SKIP
-    binary = os.path.abspath(binary)
+    binary = live.require_binary(("learner",))
     objs = live.render_overlay("overlays/gpu")
     jobs = {o["metadata"]["name"]: o for o in objs if o.get("kind") == "Job"}
     if set(jobs) != {"rlvr-learner", "rlvr-learner-worker"}:

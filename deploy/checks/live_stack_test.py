@@ -30,8 +30,8 @@ and ports mapped to a temporary directory and 127.0.0.1.
    resumes and exits 0 with the final checkpoint written, which the rendered
    Job (restartPolicy, podFailurePolicy, completions) counts as Complete.
 
-Skips (exit 77) with a message when the rlvr binary or its learner/actor
-commands are not built yet. Bounded: gives up after RLVR_LIVE_DEADLINE_S
+Fails, naming it, when RLVR_BINARY is not an executable rlvr whose learner,
+actor and pretrain commands answer --help. Bounded: gives up after RLVR_LIVE_DEADLINE_S
 (default 200) seconds. Stdlib, kubectl and node only.
 """
 import json
@@ -48,7 +48,6 @@ import time
 import urllib.parse
 import urllib.request
 
-SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEPLOY = os.path.dirname(HERE)
 DEADLINE = time.monotonic() + float(os.environ.get("RLVR_LIVE_DEADLINE_S", "200"))
@@ -110,12 +109,21 @@ def http_get(url, timeout=2.0):
         return r.read().decode()
 
 
-def command_available(binary, name):
-    try:
-        r = subprocess.run([binary, name, "--help"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
+def require_binary(commands):
+    """The absolute path of $RLVR_BINARY; fails unless it is executable and
+    `rlvr <command> --help` exits 0 for each command."""
+    binary = os.environ.get("RLVR_BINARY", "")
+    if not binary or not os.access(binary, os.X_OK):
+        fail(f"RLVR_BINARY ('{binary}') is not an executable rlvr binary (ctest sets it; build target rlvr)")
+    binary = os.path.abspath(binary)
+    for name in commands:
+        try:
+            r = subprocess.run([binary, name, "--help"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            fail(f"`{binary} {name} --help` did not finish: {e}")
+        if r.returncode != 0:
+            fail(f"`{binary} {name} --help` exited {r.returncode}:\n{(r.stdout + r.stderr)[-2000:]}")
+    return binary
 
 
 class Proc:
@@ -385,16 +393,7 @@ def scrape_value(url, name, labels=""):
 
 
 def main():
-    binary = os.environ.get("RLVR_BINARY", "")
-    if not binary or not os.access(binary, os.X_OK):
-        print(f"SKIP: RLVR_BINARY ('{binary}') is not an executable rlvr binary; build target rlvr first")
-        return SKIP
-    binary = os.path.abspath(binary)
-    for cmd in ("learner", "actor", "pretrain"):
-        if not command_available(binary, cmd):
-            print(f"SKIP: `rlvr {cmd}` is not built yet in {binary} (its --help does not succeed); "
-                  "the live scrape and Prometheus end-to-end checks run once learner and actor exist")
-            return SKIP
+    binary = require_binary(("learner", "actor", "pretrain"))
     for tool in ("prometheus", "promtool", "node", "kubectl"):
         if not shutil.which(tool):
             fail(f"{tool} not found: run scripts/install-deploy-tools")

@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace rlvr::learner {
 namespace {
@@ -173,12 +176,71 @@ TEST(PackingTest, LargeInstancesNearTheLowerBound) {
   }
 }
 
-TEST(PackingTest, DeterministicAndOrderDependentOnlyThroughTies) {
+// A packing as what it groups, without the mini-batch labels: the sorted
+// list of the sorted keys of each mini-batch (key[i] names input i).
+template <typename Key>
+std::vector<std::vector<Key>> Grouping(const std::vector<int>& assignment,
+                                       const std::vector<Key>& key, size_t parts) {
+  std::vector<std::vector<Key>> batches(parts);
+  for (size_t i = 0; i < assignment.size(); ++i) {
+    batches[static_cast<size_t>(assignment[i])].push_back(key[i]);
+  }
+  for (auto& b : batches) std::sort(b.begin(), b.end());
+  std::sort(batches.begin(), batches.end());
+  return batches;
+}
+
+// Integer values (exact sums, so no rounding can depend on the order) with
+// the given magnitudes; each magnitude keeps one sign, so a tie is always
+// between equal values.
+std::vector<double> SignedValues(const std::vector<int>& magnitudes, std::mt19937_64* rng) {
+  std::vector<int> sign(*std::max_element(magnitudes.begin(), magnitudes.end()) + 1);
+  for (int& s : sign) s = (*rng)() % 2 == 0 ? 1 : -1;
+  std::vector<double> out;
+  for (int m : magnitudes) out.push_back(static_cast<double>(sign[m] * m));
+  return out;
+}
+
+// packing.h: ties are broken by input order, and only ties. Permuting the
+// input of values with distinct magnitudes packs the same groups together
+// (the exact search for n <= 12, LDM above); with tied values the same
+// values go together, while which of the tied groups goes where follows the
+// input order (so shuffling with a seed gives seed-dependent packings).
+TEST(PackingTest, OrderDependentOnlyThroughTies) {
   std::mt19937_64 rng(9);
-  const std::vector<double> d = RandomGroupImbalances(40, false, &rng);
-  EXPECT_EQ(PackMiniBatches(d, 4), PackMiniBatches(d, 4));
-  const std::vector<double> s = RandomGroupImbalances(10, true, &rng);
-  EXPECT_EQ(PackMiniBatches(s, 3), PackMiniBatches(s, 3));
+  for (const auto& [n, parts] : {std::pair<size_t, size_t>{9, 3}, {12, 4}, {40, 4}, {97, 6}}) {
+    SCOPED_TRACE(::testing::Message() << n << " groups into " << parts);
+    std::vector<int> ids(n), pool(10 * n);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::iota(pool.begin(), pool.end(), 1);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const std::vector<double> distinct =
+        SignedValues(std::vector<int>(pool.begin(), pool.begin() + n), &rng);
+    std::vector<int> few(n);
+    for (int& m : few) m = 1 + static_cast<int>(rng() % 5);
+    const std::vector<double> tied = SignedValues(few, &rng);
+
+    const auto by_group = Grouping(PackMiniBatches(distinct, parts), ids, parts);
+    const auto by_value = Grouping(PackMiniBatches(tied, parts), tied, parts);
+    const auto tied_groups = Grouping(PackMiniBatches(tied, parts), ids, parts);
+    int tie_orders_differ = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<int> perm = ids;  // Input position i holds group perm[i].
+      std::shuffle(perm.begin(), perm.end(), rng);
+      std::vector<double> d(n), t(n);
+      for (size_t i = 0; i < n; ++i) {
+        d[i] = distinct[static_cast<size_t>(perm[i])];
+        t[i] = tied[static_cast<size_t>(perm[i])];
+      }
+      const std::vector<int> a = PackMiniBatches(d, parts);
+      ExpectSizes(a, n, parts);
+      EXPECT_EQ(Grouping(a, perm, parts), by_group) << "trial " << trial;
+      const std::vector<int> b = PackMiniBatches(t, parts);
+      EXPECT_EQ(Grouping(b, t, parts), by_value) << "trial " << trial;
+      tie_orders_differ += Grouping(b, perm, parts) != tied_groups;
+    }
+    EXPECT_GT(tie_orders_differ, 0) << "the input order never decided a tie";
+  }
 }
 
 }  // namespace

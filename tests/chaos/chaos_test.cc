@@ -42,6 +42,7 @@
 
 #include "tests/chaos/fault_proxy.h"
 #include "tests/testing/test_process.h"
+#include "tests/testing/update_window.h"
 
 namespace {
 
@@ -54,6 +55,8 @@ double Since(Clock::time_point t0) {
 
 using Process = rlvr::testing::TestProcess;
 using rlvr::testing::ReadJsonLines;
+using rlvr::testing::SummarizeUpdates;
+using rlvr::testing::UpdateWindow;
 
 // The versions an actor process generated with, in log order.
 std::vector<int64_t> GenerationVersions(const std::string& log) {
@@ -108,24 +111,27 @@ class ChaosTest : public ::testing::Test {
 
   std::string Config() const { return (dir_ / "config.yaml").string(); }
 
-  std::unique_ptr<Process> StartLearner(int total_updates) {
-    fs::remove(dir_ / "port");
+  // A learner on run directory `run_dir` (default dir_).
+  std::unique_ptr<Process> StartLearner(int total_updates, fs::path run_dir = {}) {
+    if (run_dir.empty()) run_dir = dir_;
+    fs::remove(run_dir / "port");
     ++learner_starts_;
     auto p = std::make_unique<Process>(
         std::vector<std::string>{binary_, "learner", "--config", Config(), "--run_dir",
-                                 dir_.string(), "--port_file", (dir_ / "port").string(), "--ledger",
-                                 (dir_ / "ledger.jsonl").string(), "--metrics_jsonl",
-                                 (dir_ / "metrics.jsonl").string(), "--total_updates",
+                                 run_dir.string(), "--port_file", (run_dir / "port").string(),
+                                 "--ledger", (run_dir / "ledger.jsonl").string(), "--metrics_jsonl",
+                                 (run_dir / "metrics.jsonl").string(), "--total_updates",
                                  std::to_string(total_updates)},
         (dir_ / ("learner" + std::to_string(learner_starts_) + ".log")).string());
     EXPECT_TRUE(p->ok());
     return p;
   }
   // The new learner's port, or 0 (test failure) if it did not come up.
-  int WaitForPort(Process& learner) {
+  int WaitForPort(Process& learner, fs::path run_dir = {}) {
+    if (run_dir.empty()) run_dir = dir_;
     const auto t0 = Clock::now();
     while (Since(t0) < 30) {
-      std::ifstream in(dir_ / "port");
+      std::ifstream in(run_dir / "port");
       int port = 0;
       if (in >> port && port > 0) return port;
       if (learner.Wait(0) >= 0) break;
@@ -134,12 +140,13 @@ class ChaosTest : public ::testing::Test {
     ADD_FAILURE() << "learner did not come up:\n" << learner.Log();
     return 0;
   }
-  std::unique_ptr<Process> StartActor(int slot) {
+  // An actor connected through the proxy, or straight to `learner_port`.
+  std::unique_ptr<Process> StartActor(int slot, int learner_port = 0) {
     const std::string name = "actor" + std::to_string(slot) + "_" + std::to_string(++actor_starts_);
+    const int port = learner_port > 0 ? learner_port : proxy_->port();
     auto p = std::make_unique<Process>(
-        std::vector<std::string>{binary_, "actor", "--learner",
-                                 "127.0.0.1:" + std::to_string(proxy_->port()), "--config",
-                                 Config(), "--actor_id", name, "--metrics_port", "-1",
+        std::vector<std::string>{binary_, "actor", "--learner", "127.0.0.1:" + std::to_string(port),
+                                 "--config", Config(), "--actor_id", name, "--metrics_port", "-1",
                                  "--health_port", "-1", "--listen_address", "127.0.0.1"},
         (dir_ / (name + ".log")).string());
     EXPECT_TRUE(p->ok());
@@ -401,10 +408,18 @@ TEST_F(ChaosTest, FaultsLoseNothingAndTrainEveryPromptOncePerEpoch) {
 
 // A hung actor (SIGSTOP: connected, silent) next to a working one, in
 // synchronous mode: its leases expire once, it is suspended (no new leases
-// until it answers) and the working actor gets the re-queued prompts, so
-// updates go on at >= 50% of the rate of the working actor alone (measured
-// here back to back: the working actor alone, then with the stopped one).
-// After SIGCONT the stopped actor answers (late) and training goes on.
+// until it answers) and the working actor gets the re-queued prompts, so the
+// hang costs training one stall of one lease timeout, and no more. After
+// SIGCONT the stopped actor answers (late), is resumed, and training goes on.
+//
+// The stall is measured as the longest time without an update, against a
+// twin: a second learner on the same base with one working actor, side by
+// side over the same window, whose longest gap is what load from other tests
+// (ctest -j) costs a learner without a hang. Update rates are printed, not
+// compared: on a loaded 2-core machine two identical learners side by side
+// differ by up to 2x over 8 s (and back-to-back windows of one learner even
+// more), while the stall is timer-driven (2.00 s) and normal gaps stay under
+// 0.1 s there (tests/testing/update_window.h).
 //
 // The same measurement with synthetic actor processes runs in
 // tests/interop/front_door_process_test.cc (HungActorSlowsSynchronous-
@@ -435,34 +450,44 @@ TEST_F(ChaosTest, HungActorSlowsSynchronousTrainingBoundedly) {
                 (dir_ / "pretrain.log").string());
     ASSERT_EQ(pre.Wait(60), 0) << pre.Log();
   }
-  std::unique_ptr<Process> learner = StartLearner(1000000);
-  const int port = WaitForPort(*learner);
+  const fs::path hung_dir = dir_ / "with_hung", alone_dir = dir_ / "alone";
+  fs::create_directories(hung_dir);
+  fs::create_directories(alone_dir);
+  std::unique_ptr<Process> learner = StartLearner(1000000, hung_dir);
+  std::unique_ptr<Process> twin = StartLearner(1000000, alone_dir);
+  const int port = WaitForPort(*learner, hung_dir);
+  const int twin_port = WaitForPort(*twin, alone_dir);
   ASSERT_GT(port, 0);
-  auto proxy = rlvr::testing::FaultProxy::Start(port);  // No faults: a plain relay.
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  proxy_ = std::move(*proxy);
-  auto steps = [&] {
-    return static_cast<int>(ReadJsonLines((dir_ / "metrics.jsonl").string()).size());
+  ASSERT_GT(twin_port, 0);
+  auto steps = [](const fs::path& run_dir) {
+    return static_cast<int>(ReadJsonLines((run_dir / "metrics.jsonl").string()).size());
   };
-  auto wait_steps = [&](int n, double timeout_s) {
+  auto wait_steps = [&](const fs::path& run_dir, int n, double timeout_s) {
     const auto t0 = Clock::now();
-    while (steps() < n && Since(t0) < timeout_s) {
+    while (steps(run_dir) < n && Since(t0) < timeout_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return steps() >= n;
+    return steps(run_dir) >= n;
+  };
+  auto update_times = [](const fs::path& run_dir) {
+    std::vector<double> out;
+    for (const auto& j : ReadJsonLines((run_dir / "metrics.jsonl").string())) {
+      out.push_back(j.value("time", 0.0));
+    }
+    return out;
+  };
+  auto unix_now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   };
   const double window_s = EnvInt("RLVR_HUNG_WINDOW_S", 8);
+  const double lease_s = 2;  // learner.lease_timeout_s above.
 
-  // 1. The working actor alone.
-  std::unique_ptr<Process> working = StartActor(0);
-  ASSERT_TRUE(wait_steps(3, 40)) << learner->Log();
-  int s0 = steps();
-  auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
-  const double alone = (steps() - s0) / Since(t0);
-
-  // 2. A second actor joins, works, then hangs (SIGSTOP).
-  std::unique_ptr<Process> hung = StartActor(1);
+  // 1. A working actor on each learner; a second one on the first learner
+  //    works, then hangs (SIGSTOP).
+  std::unique_ptr<Process> alone_actor = StartActor(0, twin_port);
+  std::unique_ptr<Process> working = StartActor(1, port);
+  std::unique_ptr<Process> hung = StartActor(2, port);
   {
     const auto tj = Clock::now();
     while (GenerationVersions(hung->Log()).empty() && Since(tj) < 30) {
@@ -470,36 +495,56 @@ TEST_F(ChaosTest, HungActorSlowsSynchronousTrainingBoundedly) {
     }
     ASSERT_FALSE(GenerationVersions(hung->Log()).empty()) << hung->Log();
   }
-  ASSERT_TRUE(wait_steps(steps() + 3, 30));
+  ASSERT_TRUE(wait_steps(hung_dir, steps(hung_dir) + 3, 40)) << learner->Log();
+  ASSERT_TRUE(wait_steps(alone_dir, 3, 40)) << twin->Log();
   hung->Signal(SIGSTOP);
-  s0 = steps();
-  t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
-  const double with_hung = (steps() - s0) / Since(t0);
 
-  // 3. It wakes up (SIGCONT): training goes on with both.
+  // 2. Both learners over the same window, starting at the hang.
+  const double from = unix_now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(window_s));
+  const double to = unix_now();
+  const int h1 = steps(hung_dir);
+  const UpdateWindow with_hung = SummarizeUpdates(update_times(hung_dir), from, to, lease_s / 2);
+  const UpdateWindow alone = SummarizeUpdates(update_times(alone_dir), from, to, lease_s / 2);
+
+  // 3. It wakes up (SIGCONT): it answers, its session is resumed and
+  //    training goes on.
   hung->Signal(SIGCONT);
-  const int s1 = steps();
-  EXPECT_TRUE(wait_steps(s1 + 3, 30)) << "training stopped after SIGCONT";
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  const std::string learner_log = learner->Log();
-  const bool suspended = learner_log.find("no new lease until it answers") != std::string::npos;
-  const bool resumed = learner_log.find("answered again; leases resume") != std::string::npos;
+  EXPECT_TRUE(wait_steps(hung_dir, h1 + 3, 30)) << "training stopped after SIGCONT";
+  bool suspended = false, resumed = false;
+  for (const auto tw = Clock::now(); !(suspended && resumed) && Since(tw) < 30;) {
+    const std::string log = learner->Log();
+    suspended = log.find("no new lease until it answers") != std::string::npos;
+    resumed = log.find("answered again; leases resume") != std::string::npos;
+    if (!(suspended && resumed)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_EQ(hung->Wait(0), -1) << "the actor died after SIGCONT:\n" << hung->Log();
 
-  learner->Signal(SIGTERM);
+  for (Process* l : {learner.get(), twin.get()}) l->Signal(SIGTERM);
   EXPECT_EQ(learner->Wait(30), 0) << learner->Log();
-  working->Signal(SIGTERM);
-  hung->Signal(SIGTERM);
-  working->Wait(20);
-  hung->Wait(20);
+  EXPECT_EQ(twin->Wait(30), 0) << twin->Log();
+  for (Process* a : {working.get(), hung.get(), alone_actor.get()}) a->Signal(SIGTERM);
+  for (Process* a : {working.get(), hung.get(), alone_actor.get()}) a->Wait(20);
   std::printf(
-      "HUNG ACTOR SUMMARY window_s=%.0f updates_per_s: working_alone=%.2f "
-      "working_plus_stopped=%.2f ratio=%.2f | hung_session_suspended=%d resumed_after_sigcont=%d\n",
-      window_s, alone, with_hung, alone > 0 ? with_hung / alone : 0.0, suspended, resumed);
+      "HUNG ACTOR SUMMARY window_s=%.0f (same window) updates_per_s: working_alone=%.2f "
+      "working_plus_stopped=%.2f ratio=%.2f | longest_gap_s: alone=%.3f with_stopped=%.3f | "
+      "gaps_over_%.0fs: alone=%d with_stopped=%d | hung_session_suspended=%d "
+      "resumed_after_sigcont=%d\n",
+      window_s, alone.rate, with_hung.rate, alone.rate > 0 ? with_hung.rate / alone.rate : 0.0,
+      alone.longest_gap_s, with_hung.longest_gap_s, lease_s / 2, alone.long_gaps,
+      with_hung.long_gaps, suspended, resumed);
   std::fflush(stdout);
-  ASSERT_GT(alone, 0);
-  EXPECT_GE(with_hung, 0.5 * alone) << "a stopped actor stalls synchronous training";
+  EXPECT_TRUE(suspended) << "the stopped actor's expired lease did not suspend its session:\n"
+                         << learner->Log();
+  EXPECT_TRUE(resumed) << "the actor's session was not resumed after SIGCONT:\n" << learner->Log();
+  // The hang costs one lease timeout: one stall no longer than the lease
+  // timeout, plus 1 s and what load did to the twin, and no second one (a
+  // session that kept getting leases would stall every update).
+  EXPECT_GT(alone.updates, 0);
+  EXPECT_LE(with_hung.longest_gap_s, lease_s + 1.0 + alone.longest_gap_s)
+      << "a stopped actor stalled synchronous training longer than one lease timeout";
+  EXPECT_LE(with_hung.long_gaps, 1 + alone.long_gaps)
+      << "synchronous training stalled more than once for one stopped actor";
 }
 
 }  // namespace
