@@ -551,17 +551,21 @@ class Comparer {
       const bool fa = std::isfinite(na->value.real()) && std::isfinite(na->value.imag());
       const bool fb = std::isfinite(nb->value.real()) && std::isfinite(nb->value.imag());
       if (!fa || !fb) {
-        if (ta.infinity && tb.infinity && !fa && !fb && na->value.imag() == 0 &&
-            nb->value.imag() == 0 &&
-            std::signbit(na->value.real()) == std::signbit(nb->value.real())) {
-          return Equal("both the same infinity");
+        // Only \infty itself (a real infinity) is compared; overflow is not.
+        auto real_infinity = [](const NumericValue& v, bool has_infinity) {
+          return has_infinity && std::isinf(v.value.real()) && v.value.imag() == 0;
+        };
+        const bool ia = real_infinity(*na, ta.infinity), ib = real_infinity(*nb, tb.infinity);
+        if (ia && ib) {
+          if (std::signbit(na->value.real()) == std::signbit(nb->value.real())) {
+            return Equal("both the same infinity");
+          }
+          return Different("different infinities");
         }
-        if ((!fa && ta.infinity && fb) || (!fb && tb.infinity && fa)) {
-          return Different("infinite vs finite");
-        }
-        if (ta.infinity && tb.infinity && !fa && !fb) return Different("different infinities");
+        if ((ia && fb) || (ib && fa)) return Different("infinite vs finite");
         return NotComparable("value out of range");
       }
+      if (!std::isfinite(na->error + nb->error)) return NotComparable("value out of range");
       if (Close(na->value, nb->value, na->error + nb->error, tol)) {
         return Equal(absl::StrCat("equal numerically (", Num(nb->value), ", ",
                                   decimal ? "relative" : "symbolic", " tolerance ", tol, ")"));
@@ -613,6 +617,7 @@ class Comparer {
           !std::isfinite(y.imag())) {
         continue;
       }
+      if (!std::isfinite(va->error + vb->error)) continue;
       if (negative && !complex_allowed && (!IsRealValue(x) || !IsRealValue(y))) continue;
       if (!Close(x, y, va->error + vb->error, tol)) {
         return Different(
@@ -671,6 +676,7 @@ class Comparer {
     // Longer chains: the same relations between equivalent operands, read
     // either way ("a < b < c" = "c > b > a").
     if (ra.ops.size() == rb.ops.size()) {
+      bool unknown = false;
       for (int reversed = 0; reversed < 2; ++reversed) {
         bool ok = true;
         const size_t m = ra.operands.size();
@@ -681,10 +687,14 @@ class Comparer {
             const RelOp ob = reversed ? Flip(rb.ops[m - 2 - k]) : rb.ops[k];
             ok = oa == ob;
           }
-          ok = ok && Compare(ra.operands[k], rb.operands[kb]).outcome == Outcome::kEqual;
+          if (!ok) break;
+          const Outcome o = Compare(ra.operands[k], rb.operands[kb]).outcome;
+          unknown = unknown || o == Outcome::kNotComparable;
+          ok = o == Outcome::kEqual;
         }
         if (ok) return Equal("the same chain of relations");
       }
+      if (unknown) return NotComparable("the operands of the relations");
     }
     return Different("different relations");
   }
@@ -751,6 +761,8 @@ class Comparer {
       if (l.outcome == Outcome::kEqual && r.outcome == Outcome::kEqual) {
         return Equal("the same sides");
       }
+      if (l.outcome == Outcome::kNotComparable) return l;
+      if (r.outcome == Outcome::kNotComparable) return r;
       return Different("different sides");
     }
     const Side sa = Oriented(ra), sb = Oriented(rb);
@@ -763,7 +775,10 @@ class Comparer {
       auto fa = Difference(sa, p, &err_a);
       auto fb = Difference(sb, p, &err_b);
       if (budget_.exhausted()) return NotComparable("work budget exhausted");
-      if (!fa || !fb || !std::isfinite(std::abs(*fa)) || !std::isfinite(std::abs(*fb))) continue;
+      if (!fa || !fb || !std::isfinite(std::abs(*fa)) || !std::isfinite(std::abs(*fb)) ||
+          !std::isfinite(err_a + err_b)) {
+        continue;
+      }
       const bool za = std::abs(*fa) <= 1000 * err_a, zb = std::abs(*fb) <= 1000 * err_b;
       if (za && zb) {
         ++zeros;
@@ -1065,8 +1080,22 @@ class Comparer {
     auto sb = ToRealSet(b);
     if (budget_.exhausted()) return NotComparable("work budget exhausted");
     if (!sa || !sb) {
-      return Different(absl::StrCat(ShapeName(ShapeOf(a)), " vs ", ShapeName(ShapeOf(b)),
-                                    " (not both sets of real numbers)"));
+      // Ends that are not real constants ([a, b]): the same interval written
+      // the same way.
+      const Node& na = a.node();
+      const Node& nb = b.node();
+      if (na.kind == Kind::kInterval && nb.kind == Kind::kInterval) {
+        if (na.left_open != nb.left_open || na.right_open != nb.right_open) {
+          return Different("open and closed ends differ");
+        }
+        Comparison lo = Compare(a.kid(0), b.kid(0));
+        if (lo.outcome != Outcome::kEqual) return lo;
+        Comparison hi = Compare(a.kid(1), b.kid(1));
+        if (hi.outcome != Outcome::kEqual) return hi;
+        return Equal("the same interval");
+      }
+      return NotComparable(absl::StrCat(ShapeName(ShapeOf(a)), " vs ", ShapeName(ShapeOf(b)),
+                                        " that are not both sets of real numbers"));
     }
     return CompareRealSets(*sa, *sb);
   }

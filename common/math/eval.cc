@@ -537,7 +537,8 @@ class Numeric {
     if (!r) r = std::pow(b, x);
     const long double mag = std::abs(*r);
     const long double err =
-        mag * (std::abs(x) * base->err / std::abs(b) + std::abs(std::log(b)) * e->err);
+        mag == 0 ? 0
+                 : mag * (std::abs(x) * base->err / std::abs(b) + std::abs(std::log(b)) * e->err);
     return Val{*r, err};
   }
 
