@@ -2,8 +2,9 @@
 // reference, a NUL byte and a completion; without a NUL the input is both.
 // Extraction, parsing, canonical printing and comparison must return, never
 // crash, hang or exhaust memory (the work budget and the parser's limits bound
-// them), and two properties must hold:
+// them), and three properties must hold:
 //  - reflexivity: an answer is never "different" from itself;
+//  - symmetry: equal one way is equal the other way;
 //  - an answer that parses prints a non-empty canonical form.
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (CompareAnswers(**e, **e, options).outcome == Outcome::kDifferent) std::abort();
   }
   if (ref.ok() && ans.ok()) {
-    CompareAnswers(*ref, *ans, options);
-    CompareAnswers(*ans, *ref, options);
+    // Symmetry: equal one way is equal the other way (unless a direction is
+    // not comparable).
+    const Outcome forward = CompareAnswers(*ref, *ans, options).outcome;
+    const Outcome backward = CompareAnswers(*ans, *ref, options).outcome;
+    if (forward != Outcome::kNotComparable && backward != Outcome::kNotComparable &&
+        (forward == Outcome::kEqual) != (backward == Outcome::kEqual)) {
+      std::abort();
+    }
   }
   return 0;
 }
