@@ -14,6 +14,7 @@ int EvalCommand(int argc, char** argv);
 int TokenizeCommand(int argc, char** argv);
 int ScoreCommand(int argc, char** argv);
 int ExportCommand(int argc, char** argv);
+int VerifyCommand(int argc, char** argv);
 
 }  // namespace rlvr::services
 

@@ -31,6 +31,8 @@ constexpr Command kCommands[] = {
      rlvr::services::ScoreCommand},
     {"export", "A checkpoint of a Hugging Face model as a Hugging Face directory again.",
      rlvr::services::ExportCommand},
+    {"verify", "Rewards of completions (JSONL) under a verifier, with why: the re-scoring tool.",
+     rlvr::services::VerifyCommand},
 };
 
 void PrintHelp() {

@@ -70,8 +70,10 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->String("task.chat_template_kwargs", &t.chat_template_kwargs,
             "model: extra chat template variables, \"name=value, ...\" "
             "(\"enable_thinking=false\"); \"\" = none.");
-  s->Enum("task.verifier", &t.verifier, {"final_answer", "gsm8k", "boxed", "exact"},
+  s->Enum("task.verifier", &t.verifier, {"final_answer", "gsm8k", "boxed", "exact", "math"},
           "How completions are scored (docs/tasks.md).");
+  s->Double("task.math_relative_tolerance", &t.math_relative_tolerance, 1e-15, 0.1,
+            "math: relative tolerance of a decimal against an exact or irrational value.");
   s->Double("task.format_reward", &t.format_reward, 0.0, 0.999,
             "Reward of a wrong but well-formed answer.");
   s->String("task.question_field", &t.question_field, "jsonl: the question's field.");

@@ -73,8 +73,10 @@ struct TaskConfig {
   // model: extra chat template variables, "name=value, ..." (e.g.
   // "enable_thinking=false"); "" = none.
   std::string chat_template_kwargs;
-  std::string verifier = "final_answer";  // final_answer | gsm8k | boxed | exact
+  std::string verifier = "final_answer";  // final_answer | gsm8k | boxed | exact | math
   double format_reward = 0.0;             // Reward of a wrong but well-formed answer, [0, 1).
+  // math: relative tolerance of a decimal against an exact or irrational value.
+  double math_relative_tolerance = 1e-6;
   // jsonl: field names, and a held-out split cut from train_path.
   std::string question_field = "question";
   std::string answer_field = "answer";

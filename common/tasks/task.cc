@@ -301,8 +301,11 @@ int MaxPromptTokens(const RunConfig& config) {
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TaskConfig& config, const Tokenizer& tokenizer,
                                                const TaskOptions& options) {
   ASSIGN_OR_RETURN(PromptFormat format, MakePromptFormat(config, tokenizer, options));
+  VerifierOptions verifier_options;
+  verifier_options.format_reward = config.format_reward;
+  verifier_options.math_relative_tolerance = config.math_relative_tolerance;
   ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
-                   MakeVerifier(config.verifier, config.format_reward));
+                   MakeVerifier(config.verifier, verifier_options));
   if (format.kind() == "model" && tokenizer.adds_bos() && !format.writes_bos()) {
     LOG(WARNING) << "task.prompt_format model: the chat template does not write the BOS token "
                     "but the tokenizer adds one; rlvr prepends it (Hugging Face's "

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/tasks/math_verifier.h"
 
 namespace rlvr {
 namespace {
@@ -368,11 +369,19 @@ class FinalAnswerVerifier final : public Verifier {
  public:
   explicit FinalAnswerVerifier(double format_reward) : format_reward_(format_reward) {}
   std::string name() const override { return "final_answer"; }
-  Verdict Verify(absl::string_view answer, absl::string_view completion) const override {
+
+ protected:
+  Verdict Score(absl::string_view answer, absl::string_view completion,
+                VerdictDetail* detail) const override {
     Verdict v = VerifyFinalAnswer(answer, completion);
     std::optional<std::string> got = ExtractFinalAnswer(completion);
-    if (v.reward < 1.0 && got.has_value() && !NormalizeAnswer(*got).empty()) {
-      v.reward = format_reward_;
+    const bool well_formed = got.has_value() && !NormalizeAnswer(*got).empty();
+    if (v.reward < 1.0 && well_formed) v.reward = format_reward_;
+    if (detail != nullptr) {
+      detail->extracted = got.value_or("");
+      detail->well_formed = well_formed;
+      if (got.has_value()) detail->parsed_completion = NormalizeAnswer(*got);
+      detail->parsed_answer = NormalizeAnswer(answer);
     }
     return v;
   }
@@ -385,16 +394,25 @@ class Gsm8kVerifier final : public Verifier {
  public:
   explicit Gsm8kVerifier(double format_reward) : format_reward_(format_reward) {}
   std::string name() const override { return "gsm8k"; }
-  Verdict Verify(absl::string_view answer, absl::string_view completion) const override {
+
+ protected:
+  Verdict Score(absl::string_view answer, absl::string_view completion,
+                VerdictDetail* detail) const override {
     size_t hashes = answer.rfind("####");
     std::string want = NormalizeGsm8kNumber(
         hashes == absl::string_view::npos ? answer : answer.substr(hashes + 4));
+    if (detail != nullptr) detail->parsed_answer = want;
     std::optional<std::string> got = ExtractGsm8kAnswer(completion);
     if (!got.has_value()) return Verdict{0.0, "no answer found"};
     std::string got_norm = NormalizeGsm8kNumber(*got);
     const size_t marker = completion.rfind("####");
     const bool well_formed =
         marker != absl::string_view::npos && FirstNumberFrom(completion, marker + 4).has_value();
+    if (detail != nullptr) {
+      detail->extracted = *got;
+      detail->parsed_completion = got_norm;
+      detail->well_formed = well_formed;
+    }
     return Judge(!want.empty() && got_norm == want, well_formed, format_reward_, got_norm, want);
   }
 
@@ -406,13 +424,22 @@ class BoxedVerifier final : public Verifier {
  public:
   explicit BoxedVerifier(double format_reward) : format_reward_(format_reward) {}
   std::string name() const override { return "boxed"; }
-  Verdict Verify(absl::string_view answer, absl::string_view completion) const override {
+
+ protected:
+  Verdict Score(absl::string_view answer, absl::string_view completion,
+                VerdictDetail* detail) const override {
     // A reference written with its own \boxed{} is unwrapped.
     std::optional<std::string> ref_box = LastBoxedContent(answer);
     std::string want = NormalizeLatexAnswer(ref_box.has_value() ? *ref_box : answer);
+    if (detail != nullptr) detail->parsed_answer = want;
     std::optional<std::string> got = LastBoxedContent(completion);
     if (!got.has_value()) return Verdict{0.0, "no boxed answer"};
     std::string got_norm = NormalizeLatexAnswer(*got);
+    if (detail != nullptr) {
+      detail->extracted = *got;
+      detail->parsed_completion = got_norm;
+      detail->well_formed = !got_norm.empty();
+    }
     if (got_norm.empty()) return Verdict{0.0, "empty boxed answer"};
     return Judge(LatexAnswersEqual(got_norm, want), true, format_reward_, got_norm, want);
   }
@@ -425,9 +452,18 @@ class ExactVerifier final : public Verifier {
  public:
   explicit ExactVerifier(double format_reward) : format_reward_(format_reward) {}
   std::string name() const override { return "exact"; }
-  Verdict Verify(absl::string_view answer, absl::string_view completion) const override {
+
+ protected:
+  Verdict Score(absl::string_view answer, absl::string_view completion,
+                VerdictDetail* detail) const override {
     absl::string_view want = absl::StripAsciiWhitespace(answer);
     absl::string_view got = absl::StripAsciiWhitespace(completion);
+    if (detail != nullptr) {
+      detail->extracted = std::string(got);
+      detail->well_formed = !got.empty();
+      detail->parsed_completion = std::string(got);
+      detail->parsed_answer = std::string(want);
+    }
     if (got.empty()) return Verdict{0.0, "empty completion"};
     return Judge(got == want, true, format_reward_, got, want);
   }
@@ -439,7 +475,8 @@ class ExactVerifier final : public Verifier {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Verifier>> MakeVerifier(absl::string_view name,
-                                                       double format_reward) {
+                                                       const VerifierOptions& options) {
+  const double format_reward = options.format_reward;
   if (!(format_reward >= 0.0 && format_reward < 1.0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("task.format_reward: must be in [0, 1), got ", format_reward));
@@ -448,11 +485,29 @@ absl::StatusOr<std::unique_ptr<Verifier>> MakeVerifier(absl::string_view name,
   if (name == "gsm8k") return std::make_unique<Gsm8kVerifier>(format_reward);
   if (name == "boxed") return std::make_unique<BoxedVerifier>(format_reward);
   if (name == "exact") return std::make_unique<ExactVerifier>(format_reward);
+  if (name == "math") {
+    if (!(options.math_relative_tolerance > 0.0 && options.math_relative_tolerance <= 0.1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.math_relative_tolerance: must be in (0, 0.1], got ",
+                       options.math_relative_tolerance));
+    }
+    MathVerifierOptions math;
+    math.format_reward = format_reward;
+    math.equivalence.relative_tolerance = options.math_relative_tolerance;
+    return MakeMathVerifier(math);
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("task.verifier: unknown verifier '", name, "'; known: ", KnownVerifierNames()));
 }
 
-std::string KnownVerifierNames() { return "final_answer, gsm8k, boxed, exact"; }
+absl::StatusOr<std::unique_ptr<Verifier>> MakeVerifier(absl::string_view name,
+                                                       double format_reward) {
+  VerifierOptions options;
+  options.format_reward = format_reward;
+  return MakeVerifier(name, options);
+}
+
+std::string KnownVerifierNames() { return "final_answer, gsm8k, boxed, exact, math"; }
 
 std::string NormalizeAnswer(absl::string_view text) {
   std::string compact = RemoveSpaces(text);

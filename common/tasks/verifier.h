@@ -21,6 +21,12 @@
 //    Well formed: a complete, non-empty box.
 //  - "exact": both sides trimmed of surrounding whitespace and compared
 //    byte for byte. Well formed: a non-empty completion.
+//  - "math": mathematical equivalence (common/tasks/math_verifier.h): the
+//    last \boxed{}, else a "final answer is" phrase, else the last math span,
+//    parsed and compared with the reference by value (fractions, radicals,
+//    sets, intervals, equations, ...), falling back to the "boxed"
+//    normalised string equality for what does not parse. Well formed: the
+//    answer came from a box or a final-answer phrase and parses.
 //
 // Thread safety: a Verifier is immutable; Verify is const and may be called
 // concurrently. Verify never fails and does no unbounded arithmetic: numbers
@@ -43,6 +49,19 @@ struct Verdict {
   std::string reason;   // Short, human-readable: "correct", "wrong: got 45, want 46", ...
 };
 
+// A verdict with what the verifier saw, for `rlvr verify`.
+struct VerdictDetail {
+  Verdict verdict;
+  // The completion's answer as the verifier extracted it ("" when none).
+  std::string extracted;
+  // Whether the answer is in the verifier's expected form (see above).
+  bool well_formed = false;
+  // The verifier's normal form of the extracted answer and of the reference
+  // (math: the canonical form of the parse); nullopt when there is none.
+  std::optional<std::string> parsed_completion;
+  std::optional<std::string> parsed_answer;
+};
+
 class Verifier {
  public:
   virtual ~Verifier() = default;
@@ -50,16 +69,40 @@ class Verifier {
   virtual std::string name() const = 0;
   // Scores `completion_text` (the decoded completion without its stop token)
   // against the reference `answer`. Pure function of its arguments.
-  virtual Verdict Verify(absl::string_view answer, absl::string_view completion_text) const = 0;
+  Verdict Verify(absl::string_view answer, absl::string_view completion_text) const {
+    return Score(answer, completion_text, nullptr);
+  }
+  // The same verdict with the extracted answer and both normal forms.
+  VerdictDetail Explain(absl::string_view answer, absl::string_view completion_text) const {
+    VerdictDetail detail;
+    detail.verdict = Score(answer, completion_text, &detail);
+    return detail;
+  }
+
+ protected:
+  // The verdict; fills `detail` (all but its verdict) when it is not null.
+  virtual Verdict Score(absl::string_view answer, absl::string_view completion_text,
+                        VerdictDetail* detail) const = 0;
 };
 
-// The verifier called `name` (see above). `format_reward` in [0, 1) is the
-// reward of a wrong but well-formed answer. InvalidArgument for an unknown
-// name or a format_reward outside [0, 1).
+// How MakeVerifier configures a verifier.
+struct VerifierOptions {
+  // The reward of a wrong but well-formed answer, in [0, 1).
+  double format_reward = 0.0;
+  // math: relative tolerance between a decimal and an exact value (and for
+  // irrational values), in (0, 0.1]. See docs/tasks.md.
+  double math_relative_tolerance = 1e-6;
+};
+
+// The verifier called `name` (see above). InvalidArgument for an unknown name
+// or options out of range (format_reward outside [0, 1), ...).
+absl::StatusOr<std::unique_ptr<Verifier>> MakeVerifier(absl::string_view name,
+                                                       const VerifierOptions& options);
+// The same with only a format reward.
 absl::StatusOr<std::unique_ptr<Verifier>> MakeVerifier(absl::string_view name,
                                                        double format_reward = 0.0);
 
-// The names MakeVerifier knows, for messages: "final_answer, gsm8k, boxed, exact".
+// The names MakeVerifier knows, for messages: "final_answer, gsm8k, boxed, exact, math".
 std::string KnownVerifierNames();
 
 // --- final_answer (the arithmetic task's verifier) ---

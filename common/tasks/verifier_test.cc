@@ -28,12 +28,12 @@ std::unique_ptr<Verifier> Make(const char* name, double format_reward = 0.0) {
 }
 
 TEST(MakeVerifierTest, NamesAndErrors) {
-  for (const char* name : {"final_answer", "gsm8k", "boxed", "exact"}) {
+  for (const char* name : {"final_answer", "gsm8k", "boxed", "exact", "math"}) {
     EXPECT_EQ(Make(name)->name(), name);
   }
-  auto unknown = MakeVerifier("math");
+  auto unknown = MakeVerifier("maths");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("unknown verifier 'math'"), absl::string_view::npos);
+  EXPECT_NE(unknown.status().message().find("unknown verifier 'maths'"), absl::string_view::npos);
   EXPECT_NE(unknown.status().message().find("gsm8k"), absl::string_view::npos);
   EXPECT_FALSE(MakeVerifier("gsm8k", 1.0).ok());
   EXPECT_FALSE(MakeVerifier("gsm8k", -0.1).ok());
