@@ -379,6 +379,20 @@ for (const label of sets) {
         else if (!ports.includes(port)) problem(cw, `${p} port ${port} is not a declared container port`);
       }
     }
+    // GPU pods: the nvidia.com/gpu limit alone places a pod on the nodes whose
+    // device plugin advertises GPUs, and those nodes are commonly tainted
+    // nvidia.com/gpu:NoSchedule (so that CPU pods stay off them): a pod that
+    // requests a GPU must tolerate that taint whatever its value, or it stays
+    // Pending on a cluster that taints its GPU nodes.
+    const gpuOf = (c) => c.resources?.limits?.["nvidia.com/gpu"] ?? c.resources?.requests?.["nvidia.com/gpu"];
+    if (all.some((c) => gpuOf(c))) {
+      const tolerates = (spec.tolerations ?? []).some((tl) =>
+        tl.operator === "Exists" && (!tl.key || tl.key === "nvidia.com/gpu") &&
+        (!tl.effect || tl.effect === "NoSchedule"));
+      if (!tolerates) {
+        problem(where, "requests nvidia.com/gpu but does not tolerate the taint nvidia.com/gpu:NoSchedule (key nvidia.com/gpu, operator Exists): on a cluster that taints its GPU nodes it stays Pending");
+      }
+    }
     // Scrape annotations only on pods that serve /metrics: a container with
     // --metrics_port=<the annotated port> that is not a learner rank > 0
     // (those run no metrics server whatever their flags say).
