@@ -446,6 +446,84 @@ for (const label of sets) {
   }
   const rank0 = rank0s[0];
   const totalRanks = learners.reduce((n, t) => n + t.pods, 0);
+  // Group failures. A rank that dies breaks every other rank's collectives,
+  // so one failure of any rank fails every rank once. The launcher must
+  // restart the ranks as a group and count a group failure once (or, for two
+  // plain Jobs, count it the same in both), else one Job runs out of
+  // retries while the other's ranks wait for ranks that never come back.
+  {
+    const jobs = learners.filter((t) => t.kind === "Job");
+    if (jobs.length > 1) {
+      // A Job fails once its failed pods exceed backoffLimit; each group
+      // failure fails all its running pods (parallelism).
+      const budget = jobs.map((t) => {
+        const limit = t.obj.spec?.backoffLimit ?? 6;
+        return { t, limit, pods: t.pods, groups: Math.floor(limit / Math.max(1, t.pods)) };
+      });
+      const most = Math.max(...budget.map((b) => b.groups));
+      for (const b of budget) {
+        if (b.limit % Math.max(1, b.pods) !== 0 || b.groups !== most) {
+          problem(b.t.where, `backoffLimit ${b.limit} with ${b.pods} pod(s) lasts ${b.groups} group failure(s) (every rank fails once per failure of any rank), while ${budget.filter((x) => x !== b).map((x) => `${x.t.obj.metadata.name} lasts ${x.groups}`).join(", ")}: at group failure ${b.groups + 1} this Job is Failed and the other Job's ranks wait for it. Set backoffLimit = pods x the same number of group failures`);
+        }
+      }
+    }
+    const jobsets = [...new Set(learners.filter((t) => t.kind === "JobSet").map((t) => t.obj))];
+    for (const js of jobsets) {
+      const where = `${label}: JobSet/${js.metadata?.name}`;
+      const fp = js.spec?.failurePolicy ?? {};
+      // JobSet failurePolicy: the first rule whose reasons, message patterns
+      // and replicated Jobs match a failed child Job acts; none: RestartJobSet.
+      const actionFor = (rjob, reason, message) => {
+        for (const r of fp.rules ?? []) {
+          if ((r.onJobFailureReasons ?? []).length && !r.onJobFailureReasons.includes(reason)) continue;
+          if ((r.onJobFailureMessagePatterns ?? []).length &&
+              !r.onJobFailureMessagePatterns.some((p) => new RegExp(p).test(message))) continue;
+          if ((r.targetReplicatedJobs ?? []).length && !r.targetReplicatedJobs.includes(rjob)) continue;
+          return r.action;
+        }
+        return "RestartJobSet";
+      };
+      for (const rj of js.spec?.replicatedJobs ?? []) {
+        const jspec = rj.template?.spec ?? {};
+        const rw = `${where} replicatedJobs ${rj.name}`;
+        if ((jspec.backoffLimit ?? 6) !== 0) {
+          problem(rw, `backoffLimit ${jspec.backoffLimit ?? 6}: a failed rank would be retried inside its own Job while the other ranks fail theirs; with 0 every failure fails the child Job at once and the JobSet restarts all ranks, counting one group failure`);
+        }
+        // What the Job controller writes into the failed Job's condition
+        // (reason PodFailurePolicy, "... matching FailJob rule at index N"),
+        // or BackoffLimitExceeded for any other failure.
+        const outcome = (pred, msg) => {
+          const rules = jspec.podFailurePolicy?.rules ?? [];
+          const i = rules.findIndex(pred);
+          if (i >= 0 && rules[i].action === "Ignore") return "Ignore";
+          if (i >= 0 && rules[i].action === "FailJob") return actionFor(rj.name, "PodFailurePolicy", `${msg} matching FailJob rule at index ${i}`);
+          return actionFor(rj.name, "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+        };
+        const exit2 = outcome((r) => (r.onExitCodes?.values ?? []).includes(2) && r.onExitCodes?.operator === "In" &&
+                                     [undefined, "learner", "pytorch"].includes(r.onExitCodes?.containerName),
+                              "Container learner for pod ns/p failed with exit code 2");
+        if (exit2 !== "FailJobSet") {
+          problem(rw, `exit 2 (bad flags or config) leads to ${exit2}: give the child Job a podFailurePolicy FailJob rule for exit code 2 and the JobSet a FailJobSet rule matching it, or a bad config restarts every rank maxRestarts times`);
+        }
+        const disrupted = outcome((r) => (r.onPodConditions ?? []).some((c) => c.type === "DisruptionTarget"),
+                                  "Pod ns/p has condition DisruptionTarget");
+        if (!["RestartJobSetAndIgnoreMaxRestarts", "Ignore"].includes(disrupted)) {
+          problem(rw, `a disruption (preemption, eviction, drain) leads to ${disrupted}, counted against maxRestarts: add a FailJob rule on DisruptionTarget and a RestartJobSetAndIgnoreMaxRestarts rule matching it`);
+        }
+        const crash = outcome(() => false, "");
+        if (crash !== "RestartJobSet") problem(rw, `a crash leads to ${crash}, expected RestartJobSet (all ranks restart together, counted)`);
+      }
+    }
+    const ptjs = [...new Set(learners.filter((t) => t.kind === "PyTorchJob").map((t) => t.obj))];
+    for (const pj of ptjs) {
+      const limit = pj.spec?.runPolicy?.backoffLimit ?? 0;
+      const ranks = Object.values(pj.spec?.pytorchReplicaSpecs ?? {}).reduce((n, s) => n + (s.replicas ?? 1), 0);
+      if (limit < ranks || limit % ranks !== 0) {
+        problem(`${label}: PyTorchJob/${pj.metadata?.name}`, `runPolicy.backoffLimit ${limit} is not a multiple of the ${ranks} ranks: the training-operator counts the container restarts of all replicas, and one failure restarts every rank, so ${limit} lasts ${Math.floor(limit / ranks)} group failure(s) and the last one is cut short. Set backoffLimit = ${ranks} x the group failures to allow`);
+      }
+    }
+  }
+
   for (const t of learners) {
     const ps = t.tpl?.spec ?? {};
     const c = (ps.containers ?? [])[0] ?? {};
