@@ -623,6 +623,9 @@ for (const label of sets) {
   // label release=<helm release name>.
   for (const { obj, where } of byKind("ServiceMonitor")) {
     if (!obj.metadata?.labels?.release) problem(where, "no `release` label: kube-prometheus-stack's Prometheus selects ServiceMonitors by release=<its Helm release name> and would ignore this one");
+    for (const ep of obj.spec?.endpoints ?? []) {
+      if (ep.filterRunning === false) problem(where, "endpoint filterRunning: false keeps the targets of pods that Succeeded or Failed: the completed learner Job's pod would be `up == 0` (RlvrLearnerDown after every run)");
+    }
   }
 
   // NetworkPolicy: the learner's gRPC port is open to actors only.
