@@ -25,6 +25,7 @@ LibTorch archive, not from packages.
 Stdlib only (plus ldd, readelf, dpkg-query and a C compiler).
 Usage: check-dockerfiles.py [--binary PATH] [DOCKERFILE...]
 """
+import functools
 import glob
 import os
 import re
@@ -69,6 +70,7 @@ def manifest_facts():
 
 # ---- the binary's libraries and their packages --------------------------------
 
+@functools.lru_cache(maxsize=None)
 def ldd_map(binary):
     """soname -> resolved path (None when ldd cannot find it), whole closure."""
     r = run(["ldd", binary])
@@ -86,25 +88,43 @@ def ldd_map(binary):
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def needed(path):
     r = run(["readelf", "-d", path])
-    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout)
+    return tuple(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout))
 
 
-def owner(path):
-    for p in (path, os.path.realpath(path)):
-        r = run(["dpkg-query", "-S", p])
-        if r.returncode == 0:
-            return r.stdout.split(":")[0].strip()
-    return None
+def owners(paths):
+    """{path: package} for every path dpkg knows (one dpkg-query call)."""
+    out = {}
+    if not paths:
+        return out
+    r = run(["dpkg-query", "-S", *sorted(set(paths))])
+    for line in r.stdout.splitlines():
+        if line.startswith("diversion ") or ": " not in line:
+            continue
+        pkg, path = line.split(": ", 1)
+        out[path] = pkg.split(",")[0].split(":")[0].strip()
+    return out
+
+
+# The libraries of a CUDA toolkit and NCCL. A build on a machine whose CUDA
+# toolkit is not installed from packages (a wheel's, under /usr/local/cuda)
+# links them with RLVR_WITH_CUDA=AUTO; the CPU image builds with it OFF and
+# the CUDA image installs them from NVIDIA's repository, so where no local
+# package owns them they are left out of the comparison (and out of the
+# Dockerfile's derivation step run here, through a filtering `ldd`).
+CUDA_LIB = re.compile(r"^lib(cuda|cudart|nccl|cublas|cublasLt|nvrtc|nvrtc-builtins|nvJitLink|cusparse|"
+                      r"cusparseLt|cufft|curand|cusolver|nvToolsExt|cupti|cufile)\b")
 
 
 def lib_packages(binary, skip=lambda soname: False):
-    """{package: [libraries]} of the libraries `binary` loads. Libraries for
-    which skip(soname) is true are left out together with what only they
-    need (their dependencies are not followed)."""
+    """({package: [libraries]}, [unowned], [left out]) of the libraries
+    `binary` loads. Libraries for which skip(soname) is true are left out
+    with what only they need (their dependencies are not followed)."""
     paths = ldd_map(binary)
-    seen, todo, pkgs, unowned = set(), list(needed(binary)), {}, []
+    seen, todo, found, unowned = set(), list(needed(binary)), [], []
+    paths = dict(paths)
     while todo:
         so = todo.pop()
         if so in seen or skip(so):
@@ -114,17 +134,21 @@ def lib_packages(binary, skip=lambda soname: False):
         if path is None:
             unowned.append(f"{so} (not found by ldd)")
             continue
-        pkg = owner(path)
-        if pkg is None:
-            unowned.append(f"{so} ({path})")
-        else:
-            pkgs.setdefault(pkg, []).append(so)
+        found.append((so, path))
         todo.extend(needed(path))
     # The dynamic loader is needed without being listed as NEEDED.
-    for so, path in paths.items():
-        if so.startswith("ld-linux") and path:
-            pkgs.setdefault(owner(path) or "libc6", []).append(so)
-    return pkgs, unowned
+    found += [(so, p) for so, p in paths.items() if so.startswith("ld-linux") and p]
+    own = owners([p for _, p in found] + [os.path.realpath(p) for _, p in found])
+    pkgs, left_out = {}, []
+    for so, path in found:
+        pkg = own.get(path) or own.get(os.path.realpath(path))
+        if pkg is not None:
+            pkgs.setdefault(pkg, []).append(so)
+        elif CUDA_LIB.match(so):
+            left_out.append(so)
+        else:
+            unowned.append(f"{so} ({path})")
+    return pkgs, unowned, left_out
 
 
 def depends_closure(packages):
@@ -211,13 +235,28 @@ def derivation(stages):
     return None, None
 
 
-def run_derivation(cmd, binary, work):
+def run_derivation(cmd, binary, work, leave_out=()):
     """Runs the Dockerfile's derivation step as Docker would (/bin/sh -c, in
-    WORKDIR /src = the repository root), on `binary`; /out is `work`/out."""
+    WORKDIR /src = the repository root), on `binary`; /out is `work`/out.
+    Libraries named in `leave_out` are dropped from what `ldd` says."""
     out = os.path.join(work, "out")
     os.makedirs(out, exist_ok=True)
     shell = cmd.replace("/out/usr/local/bin/rlvr", binary).replace("/out/", out + "/")
-    r = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    env = dict(os.environ)
+    if leave_out:
+        bindir = os.path.join(work, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        real = shutil.which("ldd")
+        pattern = "|".join(re.escape(s) for s in leave_out)
+        with open(os.path.join(bindir, "ldd"), "w") as f:
+            f.write(f"#!/bin/sh\n{real} \"$@\" | grep -Ev '^[[:space:]]*({pattern})[[:space:]]'\n")
+        os.chmod(os.path.join(bindir, "ldd"), 0o755)
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    try:
+        r = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, cwd=ROOT,
+                           timeout=600, env=env)
+    except subprocess.TimeoutExpired as e:
+        r = subprocess.CompletedProcess(e.cmd, 124, "", "the step did not finish within 600 s")
     return r, out
 
 
@@ -355,8 +394,10 @@ def check(path, uids, ports, binary, work):
         problems.append("no rlvr binary to compare with (build the rlvr target: RLVR_BINARY or --binary)")
         return [f"{name}: {p}" for p in problems]
     installed = set(literal)
+    provided_by_zip = (lambda so: re.match(r"lib(torch|c10)", so) is not None) if cuda else (lambda so: False)
+    pkgs, unowned, left_out = lib_packages(binary, provided_by_zip)
     if cmd is not None and installs_derived:
-        r, out = run_derivation(cmd, binary, os.path.join(work, "d-real"))
+        r, out = run_derivation(cmd, binary, os.path.join(work, "d-real"), left_out)
         if r.returncode != 0:
             problems.append(f"its runtime-package step fails on {os.path.relpath(binary, ROOT)}: "
                             f"{(r.stdout + r.stderr).strip()[-500:]}")
@@ -364,8 +405,6 @@ def check(path, uids, ports, binary, work):
             f = os.path.join(out, os.path.basename(derived_file))
             installed |= {l.strip() for l in open(f) if l.strip()}
     installed = depends_closure(installed)
-    provided_by_zip = (lambda so: re.match(r"lib(torch|c10)", so) is not None) if cuda else (lambda so: False)
-    pkgs, unowned = lib_packages(binary, provided_by_zip)
     for u in unowned:
         problems.append(f"{os.path.relpath(binary, ROOT)} loads {u}, which no package provides")
     missing = {p: libs for p, libs in pkgs.items() if p not in installed}

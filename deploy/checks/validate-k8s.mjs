@@ -602,6 +602,48 @@ for (const label of sets) {
       problem(t.where, `terminationGracePeriodSeconds ${ps.terminationGracePeriodSeconds ?? 30} is too short for a checkpoint on SIGTERM (>= 120)`);
     }
     if ((c.ports ?? []).length && !(c.args ?? []).includes("--metrics_bind=0.0.0.0")) problem(t.where, "rank 0 needs --metrics_bind=0.0.0.0 for Prometheus to reach /metrics");
+    // Probes: rank 0's gRPC health says SERVING only after the rendezvous
+    // with the other ranks (and the resume, and the first publish). A
+    // startup or readiness probe on it keeps rank 0 unready until then, and
+    // the other ranks need rank 0's name to rendezvous: behind a Service that
+    // publishes only ready pods (the training-operator's for a PyTorchJob)
+    // no rank ever joins. Liveness probes start when the startup probe
+    // passes, so they must not need the rendezvous either. /metrics is
+    // served from the process's start.
+    const grpcPorts = new Set(["grpc", 50051, ...(c.ports ?? []).filter((x) => x.name === "grpc").map((x) => x.containerPort)]);
+    const metricsPort = (c.ports ?? []).find((x) => x.name === "metrics");
+    for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+      const probe = c[kind];
+      if (!probe) { problem(t.where, `rank 0 has no ${kind}`); continue; }
+      const port = probe.grpc?.port ?? probe.tcpSocket?.port ?? probe.httpGet?.port;
+      if (probe.grpc || grpcPorts.has(port)) {
+        problem(t.where, `${kind} on the gRPC port ${port}: rank 0 answers there only after the rendezvous with the other ranks, which need its name (a Service publishing only ready pods never lets them join) — probe /metrics, served from the process's start`);
+      } else if (!(probe.httpGet?.path === "/metrics" && [metricsPort?.name, metricsPort?.containerPort].includes(port))) {
+        problem(t.where, `${kind} should be httpGet /metrics on the metrics port (served from the process's start)`);
+      }
+    }
+    // The pretrain init container serves /metrics on the scraped port while
+    // it runs, or the pod's target is down (RlvrLearnerDown) while it
+    // pretrains; one that holds a GPU trains on it.
+    const annotatedPort = t.tpl?.metadata?.annotations?.["prometheus.io/port"] ?? String(metricsPort?.containerPort ?? "");
+    for (const ic of (ps.initContainers ?? []).filter((x) => /rlvr pretrain/.test(cmdline(x)))) {
+      const iw = `${t.where} init container "${ic.name}"`;
+      if (flagValue(ic, "metrics_port") !== annotatedPort || flagValue(ic, "metrics_bind") !== "0.0.0.0") {
+        problem(iw, `does not serve /metrics on port ${annotatedPort} (--metrics_port=${annotatedPort} --metrics_bind=0.0.0.0): the pod's target is down while it pretrains, and RlvrLearnerDown fires on every fresh deploy`);
+      }
+      if (ic.resources?.limits?.["nvidia.com/gpu"]) {
+        const set = flagValue(ic, "set=pretrain.device") ?? (cmdline(ic).match(/--set=pretrain\.device=(\S+)/) ?? [])[1];
+        const cmName = (ps.volumes ?? []).find((v) => v.configMap && (ic.volumeMounts ?? []).some((m) => m.name === v.name))?.configMap?.name;
+        const cm = byKind("ConfigMap").find((d) => d.obj.metadata?.name === cmName);
+        let device = set;
+        if (device === undefined && cm?.obj.data?.["config.yaml"] !== undefined) {
+          device = YAML.parse(cm.obj.data["config.yaml"])?.pretrain?.device;
+        }
+        if (!/^cuda(:\d+)?$/.test(device ?? "")) {
+          problem(iw, `holds a GPU but pretrains on pretrain.device ${device ?? "(unset: auto)"}: set pretrain.device: cuda in the run config (auto falls back to the CPU without a word when the image has no CUDA)`);
+        }
+      }
+    }
   }
 
   // Actors dial rank 0's stable name; TLS on both sides or neither.

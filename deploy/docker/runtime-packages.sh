@@ -39,9 +39,13 @@ if ! listing=$(ldd "$binary" 2>&1); then
   exit 1
 fi
 
-packages=""
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 missing=""
 skipped=""
+# Pass 1: the resolved path (and the file it links to) of every library to
+# look up, one "SONAME PATH REALPATH" line each.
+: > "$tmp/libs"
 while IFS= read -r line; do
   # "libx.so.1 => /path/libx.so.1 (0x...)", "libx.so.1 => not found",
   # "/lib64/ld-linux-x86-64.so.2 (0x...)", "linux-vdso.so.1 (0x...)".
@@ -78,34 +82,49 @@ while IFS= read -r line; do
     skipped="$skipped $soname(copied)"
     continue
   fi
-  owner=""
-  for candidate in "$path" "$(readlink -f "$path")"; do
-    if found=$(dpkg -S "$candidate" 2>/dev/null); then
-      owner=${found%%:*}
-      break
-    fi
-  done
-  if [ -z "$owner" ]; then
-    missing="$missing
-  $soname ($path): no installed package owns it"
-    continue
-  fi
-  case " $packages " in
-    *" $owner "*) ;;
-    *) packages="$packages $owner" ;;
-  esac
+  real=$(readlink -f "$path") || real=$path
+  printf '%s %s %s\n' "$soname" "$path" "$real" >> "$tmp/libs"
 done <<EOF
 $listing
 EOF
+
+# Pass 2: one dpkg -S for every path ("pkg[:arch][, pkg]: path" per owned
+# path; unowned paths only make it exit non-zero, which pass 3 reports).
+if [ -s "$tmp/libs" ]; then
+  # shellcheck disable=SC2046
+  dpkg -S $(awk '{print $2; print $3}' "$tmp/libs" | sort -u) > "$tmp/owners" 2>/dev/null || true
+else
+  : > "$tmp/owners"
+fi
+# Pass 3: each library's package, or the reason it has none.
+awk -v out="$tmp/packages" -v bad="$tmp/unowned" '
+  FNR == NR {
+    if ($0 ~ /^diversion /) next
+    i = index($0, ": ")
+    if (i == 0) next
+    pkg = substr($0, 1, i - 1); path = substr($0, i + 2)
+    sub(/,.*/, "", pkg); sub(/:.*/, "", pkg)
+    owner[path] = pkg
+    next
+  }
+  {
+    pkg = ($2 in owner) ? owner[$2] : (($3 in owner) ? owner[$3] : "")
+    if (pkg == "") print "  " $1 " (" $2 "): no installed package owns it" > bad
+    else print pkg > out
+  }' "$tmp/owners" "$tmp/libs"
+if [ -s "$tmp/unowned" ]; then
+  missing="$missing
+$(cat "$tmp/unowned")"
+fi
 
 if [ -n "$missing" ]; then
   echo "runtime-packages: $binary needs libraries that no package provides:$missing" >&2
   echo "runtime-packages: install them from a package (scripts/bootstrap), or copy them into the image and pass --provided" >&2
   exit 1
 fi
-if [ -z "$packages" ]; then
+if [ ! -s "$tmp/packages" ]; then
   echo "runtime-packages: ldd $binary listed no library" >&2
   exit 1
 fi
-printf '%s\n' $packages | sort -u > "$out"
+sort -u "$tmp/packages" > "$out"
 echo "runtime-packages: $(wc -l < "$out") packages for $binary${skipped:+ (not looked up:$skipped)}"
