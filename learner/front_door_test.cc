@@ -1,17 +1,20 @@
 // The learner's front door over real gRPC on 127.0.0.1:0 (issue 19): hung
 // sessions are suspended and their re-queued prompts go to working ones;
-// consecutive expiries close a session; streams without Hello are bounded by
-// max_sessions and closed at the Hello deadline; Hello.capacity is clamped
+// consecutive expiries close a session; streams without Hello are bounded per
+// peer address, never take the place of a session that says Hello, and are
+// closed at the Hello deadline; Hello.capacity is clamped
 // and advertised; rejected-group logs are rate limited; compressed calls are
 // refused; every refusal reason is registered and counted; published
 // diagnostics are clamped; ended streams are reported to the memory
 // releaser, which releases once a burst is over.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -136,6 +139,8 @@ struct FrontDoorParams {
   int max_sessions = 4;
   int max_capacity = 4;
   double hello_timeout_s = 0.5;
+  int max_awaiting_hello = 8;
+  int max_awaiting_hello_per_peer = 4;
   int log_lines_per_s = 20;
   // The memory releaser's schedule (0: it never releases).
   int release_after_streams = 0;
@@ -163,6 +168,8 @@ class FrontDoorTest : public ::testing::Test {
     ingest_ = std::make_unique<Ingest>(o, prompts, &metrics_);
     SessionServiceOptions so;
     so.hello_timeout_s = p.hello_timeout_s;
+    so.max_awaiting_hello = p.max_awaiting_hello;
+    so.max_awaiting_hello_per_peer = p.max_awaiting_hello_per_peer;
     so.log_lines_per_s = p.log_lines_per_s;
     BurstTrimSchedule::Options trim;
     trim.min_ended = p.release_after_streams;
@@ -174,6 +181,11 @@ class FrontDoorTest : public ::testing::Test {
     LearnerConfig lc;
     lc.max_message_bytes = o.max_message_bytes;
     GrpcServerOptions gso = FrontDoorServerOptions(lc);
+    // A second listener on a unix socket: its clients have another peer
+    // address than the loopback TCP ones (the per-address bound).
+    unix_path_ = ::testing::TempDir() + "rlvr_front_door_" + std::to_string(getpid()) + ".sock";
+    std::remove(unix_path_.c_str());
+    gso.extra_addresses = {"unix:" + unix_path_};
     auto started = StartGrpcServer(gso, {service_.get()});
     ASSERT_TRUE(started.ok()) << started.status();
     server_ = std::move(started->server);
@@ -181,6 +193,8 @@ class FrontDoorTest : public ::testing::Test {
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
                                    grpc::InsecureChannelCredentials());
     stub_ = rlvr::v1::SessionService::NewStub(channel_);
+    unix_stub_ = rlvr::v1::SessionService::NewStub(
+        grpc::CreateChannel("unix:" + unix_path_, grpc::InsecureChannelCredentials()));
     ingest_->Start();
     ingest_->Publish(1);
   }
@@ -210,6 +224,9 @@ class FrontDoorTest : public ::testing::Test {
   int port_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rlvr::v1::SessionService::Stub> stub_;
+  std::string unix_path_;
+  // The same server through its unix socket: another peer address.
+  std::unique_ptr<rlvr::v1::SessionService::Stub> unix_stub_;
 };
 
 TEST_F(FrontDoorTest, EveryRefusalReasonIsRegisteredOnce) {
@@ -289,10 +306,14 @@ TEST_F(FrontDoorTest, ConsecutiveExpiriesCloseTheSession) {
   EXPECT_EQ(ingest_->Snapshot().leases_outstanding(), 0u);
 }
 
-// Streams that never say Hello: at most max_sessions are held, the rest are
-// refused at once; the held ones end DEADLINE_EXCEEDED at the Hello deadline
-// and every reactor is freed. Cancelled ones are freed at once.
-TEST_F(FrontDoorTest, HelloLessStreamsAreBoundedAndClosedAtTheDeadline) {
+// Streams that never say Hello (a client without credentials flooding the
+// learner, issue 42): one address holds at most max_awaiting_hello_per_peer
+// of them, the rest are refused at once; they never count against
+// max_sessions, so actors from another address are welcomed while the flood
+// goes on, up to max_sessions sessions; the held ones end DEADLINE_EXCEEDED
+// at the Hello deadline and every reactor is freed. Cancelled ones are freed
+// at once.
+TEST_F(FrontDoorTest, HelloLessStreamsAreBoundedPerPeerAndNeverLockActorsOut) {
   FrontDoorParams p;
   p.hello_timeout_s = 2.5;
   Start(p);
@@ -313,14 +334,28 @@ TEST_F(FrontDoorTest, HelloLessStreamsAreBoundedAndClosedAtTheDeadline) {
   EXPECT_EQ(refused, 196);
   EXPECT_EQ(service_->awaiting_hello(), 4);
   EXPECT_EQ(metrics_.sessions_awaiting_hello->Value(), 4);
-  EXPECT_EQ(Refusals("session_limit"), 196);
-  // A real actor is refused too while the slots are held...
-  {
-    AsyncSession actor(stub_.get(), 1);
-    ASSERT_TRUE(actor.WaitFor(2, [&] { return actor.ended_; }));
-    EXPECT_EQ(actor.status_.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(Refusals("peer_awaiting_hello"), 196);
+  EXPECT_EQ(Refusals("session_limit"), 0);
+  // Actors from another address are welcomed while the flood holds its
+  // share, up to max_sessions (4) sessions that said Hello...
+  std::vector<std::unique_ptr<AsyncSession>> actors;
+  for (int i = 0; i < 4; ++i) {
+    actors.push_back(std::make_unique<AsyncSession>(unix_stub_.get(), 1));
+    ASSERT_TRUE(actors.back()->WaitFor(5, [&] { return actors.back()->welcome_.has_value(); }))
+        << "actor " << i << " was not welcomed: " << actors.back()->status_.error_message();
   }
-  // ... until the deadline ends the silent ones.
+  EXPECT_EQ(ingest_->Snapshot().sessions(), 4u);
+  // ... and max_sessions counts only those.
+  {
+    AsyncSession fifth(unix_stub_.get(), 1);
+    ASSERT_TRUE(fifth.WaitFor(5, [&] { return fifth.ended_; }));
+    EXPECT_EQ(fifth.status_.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(fifth.status_.error_message().find("learner.max_sessions"), std::string::npos)
+        << fifth.status_.error_message();
+  }
+  EXPECT_EQ(Refusals("session_limit"), 1);
+  actors.clear();
+  // The Hello deadline ends the silent ones.
   for (auto& s : silent) {
     ASSERT_TRUE(s->WaitFor(5, [&] { return s->ended_; }));
   }

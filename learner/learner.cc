@@ -18,8 +18,10 @@
 #include "absl/time/clock.h"
 #include "common/base/file_io.h"
 #include "common/base/memory_policy.h"
+#include "common/base/progress_file.h"
 #include "common/base/status_macros.h"
 #include "common/metrics/metrics.h"
+#include "common/metrics/phase.h"
 #include "common/net/auth.h"
 #include "common/net/grpc_util.h"
 #include "common/policy/evaluate.h"
@@ -56,13 +58,15 @@ struct UpdateFigures {
 class RankZero {
  public:
   RankZero(const LearnerOptions& options, TrainerOptions trainer_options,
-           std::shared_ptr<prometheus::Registry> registry, std::unique_ptr<Tokenizer> tokenizer)
+           std::shared_ptr<prometheus::Registry> registry, std::unique_ptr<Tokenizer> tokenizer,
+           PhaseGauge* phase)
       : o_(options),
         cfg_(options.config),
         trainer_options_(std::move(trainer_options)),
         registry_(std::move(registry)),
         metrics_(registry_),
-        tokenizer_(std::move(tokenizer)) {}
+        tokenizer_(std::move(tokenizer)),
+        phase_(phase) {}
 
   absl::Status Run();
 
@@ -71,7 +75,9 @@ class RankZero {
   absl::Status TrainLoop();
   absl::Status PublishCurrentVersion();
   absl::Status Checkpoint();
-  absl::StatusOr<double> EvaluateHeldout();
+  // Greedy accuracy on the first `prompts` held-out prompts (-1 if none);
+  // `what` names it in the progress file.
+  absl::StatusOr<double> EvaluateHeldout(int prompts, const std::string& what);
   void RecordUpdate(const UpdateResult& r, const std::vector<TrainingGroup>& groups,
                     uint64_t version_before, double heldout);
   rlvr::v1::LearnerStatus Status();
@@ -88,11 +94,11 @@ class RankZero {
   std::shared_ptr<prometheus::Registry> registry_;
   LearnerMetrics metrics_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  PhaseGauge* const phase_;  // rlvr_learner_phase (RunLearner's).
   std::unique_ptr<Task> task_;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<TokenChecker> auth_;
   std::unique_ptr<Ingest> ingest_;
-  std::unique_ptr<MetricsServer> metrics_server_;
   // Returns freed memory to the OS after bursts of ended session and weight
   // streams (common/memory_policy.h); outlives both services.
   MemoryReleaser memory_releaser_;
@@ -133,7 +139,9 @@ absl::Status RankZero::Setup() {
 
   // The trainer records every update, the step and the world size into the
   // learner's UpdateMetrics (it registers no family of its own).
+  phase_->Set("rendezvous");
   ASSIGN_OR_RETURN(trainer_, Trainer::Create(trainer_options_, &metrics_.update));
+  phase_->Set("resuming");
   ASSIGN_OR_RETURN(std::string ingest_state, trainer_->Resume());
 
   IngestOptions io;
@@ -167,29 +175,14 @@ absl::Status RankZero::Setup() {
     figures_.version = PublishedVersion();
   }
 
-  if (o_.metrics_port >= 0) {
-    MetricsServerOptions mo;
-    mo.bind_address = o_.metrics_bind;
-    mo.port = o_.metrics_port;  // 0: MetricsServer binds a free port itself.
-    absl::StatusOr<std::unique_ptr<MetricsServer>> ms = MetricsServer::Start(mo, registry_);
-    if (ms.ok()) {
-      metrics_server_ = std::move(*ms);
-      LOG(INFO) << "metrics on http://" << o_.metrics_bind << ":" << metrics_server_->port()
-                << "/metrics";
-      std::printf("learner metrics on port %d\n", metrics_server_->port());
-    } else if (o_.metrics_port > 0) {
-      return ms.status();
-    } else {
-      LOG(WARNING) << "metrics disabled: " << ms.status();
-    }
-  }
-
   auth_ = std::make_unique<TokenChecker>(o_.auth_token, registry_.get(), "learner");
   const TokenChecker* auth = auth_->enabled() ? auth_.get() : nullptr;
   publisher_ = std::make_unique<WeightPublisher>(&metrics_, WeightPublisher::kMaxChunkBytes, auth,
                                                  &memory_releaser_);
   SessionServiceOptions session_options;
   session_options.hello_timeout_s = cfg_.learner.hello_timeout_s;
+  session_options.max_awaiting_hello = cfg_.learner.max_awaiting_hello;
+  session_options.max_awaiting_hello_per_peer = cfg_.learner.max_awaiting_hello_per_peer;
   session_options.memory_releaser = &memory_releaser_;
   sessions_ = std::make_unique<SessionServiceImpl>(ingest_.get(), auth, session_options);
   status_service_ = std::make_unique<StatusServiceImpl>([this] { return Status(); }, auth);
@@ -207,6 +200,7 @@ absl::Status RankZero::Setup() {
 
   RETURN_IF_ERROR(PublishCurrentVersion());
   server_->GetHealthCheckService()->SetServingStatus(true);
+  phase_->Set("training");
   LOG(INFO) << "learner rank 0 serving on port " << started.port << " (version "
             << PublishedVersion() << ", world size " << o_.world_size << ")";
   std::printf("learner listening on port %d\n", started.port);
@@ -279,15 +273,24 @@ absl::Status RankZero::Checkpoint() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> RankZero::EvaluateHeldout() {
+absl::StatusOr<double> RankZero::EvaluateHeldout(int prompts, const std::string& what) {
   const auto& heldout = task_->heldout();
-  const size_t n = std::min<size_t>(heldout.size(), std::max(0, cfg_.eval.prompts));
+  const size_t n = std::min<size_t>(heldout.size(), std::max(0, prompts));
   if (n == 0) return -1.0;
   std::vector<Prompt> subset(heldout.begin(), heldout.begin() + n);
+  ProgressFile progress(o_.progress_file);
+  const absl::Time t0 = absl::Now();
   ASSIGN_OR_RETURN(policy::EvalResult r,
                    policy::Evaluate(trainer_->model(), *tokenizer_, *task_, subset, /*k=*/0,
                                     cfg_.eval.pass_temperature, cfg_.sampling.max_new_tokens,
-                                    static_cast<uint64_t>(cfg_.learner.seed)));
+                                    static_cast<uint64_t>(cfg_.learner.seed),
+                                    [&](const policy::EvalProgress& p) {
+                                      progress.Update(
+                                          absl::StrCat(what, ", ", p.pass, ", held-out prompts"),
+                                          p.prompts_done, p.prompts);
+                                    }));
+  LOG(INFO) << what << ": greedy held-out accuracy " << r.greedy_accuracy << " on " << n
+            << " prompts (" << absl::ToDoubleSeconds(absl::Now() - t0) << " s)";
   return r.greedy_accuracy;
 }
 
@@ -378,8 +381,15 @@ absl::Status RankZero::TrainLoop() {
     RETURN_IF_ERROR(PublishCurrentVersion());
     double heldout = -1.0;
     const bool last = static_cast<int64_t>(r.step) >= cfg_.run.total_updates;
-    if ((every_eval > 0 && r.step % every_eval == 0) || last) {
-      ASSIGN_OR_RETURN(heldout, EvaluateHeldout());
+    // The last update's evaluation has its own size (0 = none); the periodic
+    // ones evaluate eval.prompts.
+    const int eval_prompts = last ? FinalEvalPrompts(cfg_.eval)
+                             : (every_eval > 0 && r.step % every_eval == 0) ? cfg_.eval.prompts
+                                                                            : 0;
+    if (eval_prompts > 0) {
+      phase_->Set("evaluating");
+      ASSIGN_OR_RETURN(heldout, EvaluateHeldout(eval_prompts, absl::StrCat("step ", r.step)));
+      phase_->Set("training");
     }
     RecordUpdate(r, *taken, version_before, heldout);
     LOG(INFO) << "step " << r.step << " version " << PublishedVersion() << " reward "
@@ -398,6 +408,7 @@ absl::Status RankZero::Run() {
   if (!status.ok()) LOG(ERROR) << "learner failed: " << status;
   // Graceful stop: refuse new leases, answer health NOT_SERVING, checkpoint,
   // release the other ranks, then end every stream.
+  phase_->Set("stopping");
   if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
   if (ingest_ != nullptr) ingest_->StopGranting();
   if (status.ok() && trainer_ != nullptr &&
@@ -444,6 +455,29 @@ absl::Status RunLearner(const LearnerOptions& options,
     return absl::InvalidArgumentError(
         absl::StrCat("bad rank ", options.rank, " for world size ", options.world_size));
   }
+  // /metrics from the start, before the model, the rendezvous and the
+  // checkpoint: a scrape (and a probe) sees the process and its phase while
+  // it waits for the other ranks, not a refused connection.
+  PhaseGauge phase(*registry, "rlvr_learner_phase", kLearnerPhaseHelp,
+                   {std::begin(kLearnerPhases), std::end(kLearnerPhases)});
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (options.metrics_port >= 0) {
+    MetricsServerOptions mo;
+    mo.bind_address = options.metrics_bind;
+    mo.port = options.metrics_port;  // 0: MetricsServer binds a free port itself.
+    absl::StatusOr<std::unique_ptr<MetricsServer>> ms = MetricsServer::Start(mo, registry);
+    if (ms.ok()) {
+      metrics_server = std::move(*ms);
+      LOG(INFO) << "metrics on http://" << options.metrics_bind << ":" << metrics_server->port()
+                << "/metrics";
+      std::printf("learner metrics on port %d\n", metrics_server->port());
+      std::fflush(stdout);
+    } else if (options.metrics_port > 0) {
+      return ms.status();
+    } else {
+      LOG(WARNING) << "metrics disabled: " << ms.status();
+    }
+  }
   at::set_num_threads(options.config.learner.threads);
   TrainerOptions to = TrainerOptions::FromRunConfig(options.config);
   to.rank = options.rank;
@@ -459,17 +493,21 @@ absl::Status RunLearner(const LearnerOptions& options,
   to.base_weights_path = options.base_weights;
 
   if (options.rank > 0) {
+    phase.Set("rendezvous");
     ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(to, nullptr));
+    phase.Set("resuming");
     RETURN_IF_ERROR(trainer->Resume().status());
     LOG(INFO) << "learner rank " << options.rank << " of " << options.world_size << " ready";
+    phase.Set("training");
     while (true) {
       ASSIGN_OR_RETURN(UpdateResult r, trainer->RunUpdate({}, false));
       if (r.stop) break;
     }
+    phase.Set("stopping");
     LOG(INFO) << "learner rank " << options.rank << " stopped at step " << trainer->step();
     return absl::OkStatus();
   }
-  RankZero zero(options, std::move(to), std::move(registry), std::move(resolved.tokenizer));
+  RankZero zero(options, std::move(to), std::move(registry), std::move(resolved.tokenizer), &phase);
   return zero.Run();
 }
 

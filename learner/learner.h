@@ -9,7 +9,8 @@
 // repeat until config.run.total_updates updates are done or `stop_requested` returns
 // true: wait for groups_per_update groups -> Trainer::RunUpdate -> publish
 // the new version -> metrics, metrics.jsonl and ledger lines -> held-out
-// eval every eval.every updates -> checkpoint every learner.checkpoint_every.
+// eval every eval.every updates (eval.prompts) and at the last update
+// (eval.final_prompts; 0 = none) -> checkpoint every learner.checkpoint_every.
 // On stop: health NOT_SERVING, no new leases, the running update finishes,
 // a final checkpoint is written, ranks > 0 are told to stop, and RunLearner
 // returns OK.
@@ -58,6 +59,9 @@ struct LearnerOptions {
   std::string tls_key;
   std::string tls_client_ca;
   std::string auth_token;  // Bearer token required of callers; "" = none.
+  // Rank 0 writes how far a held-out evaluation is here ("DONE TOTAL WHAT",
+  // common/base/progress_file.h; `rlvr run` shows it); "" = none.
+  std::string progress_file;
   // Polled (often) by rank 0; true starts the graceful stop. May be empty.
   std::function<bool()> stop_requested;
 };

@@ -68,8 +68,13 @@ struct LearnerMetrics {
 // Reasons of rlvr_learner_call_refusals_total, one per way a call ends
 // refused (docs/reliability.md, "Integrating your own actor").
 inline constexpr const char* kCallRefusalReasons[] = {
-    "unauthenticated",       // Missing or wrong bearer token.
-    "session_limit",         // max_sessions streams open or awaiting Hello.
+    "unauthenticated",  // Missing or wrong bearer token.
+    "session_limit",    // max_sessions sessions (that said Hello) open.
+    // Streams awaiting Hello (hello_admission.h): the stream's address
+    // already holds max_awaiting_hello_per_peer of them; the pool holds
+    // max_awaiting_hello and no address holds more than the stream's; a
+    // stream ended to make room for one from an address holding fewer.
+    "peer_awaiting_hello", "awaiting_hello_full", "displaced_before_hello",
     "hello_timeout",         // No Hello within learner.hello_timeout_s.
     "message_before_hello",  // A first message that is not Hello.
     "bad_hello",             // Hello.capacity < 1.
@@ -86,6 +91,21 @@ inline constexpr const char* kCallRefusalReasons[] = {
     "lease_expiries",  // Closed after lease_expiries_to_close expiries.
     "shutting_down",   // The learner is stopping.
 };
+
+// rlvr_learner_phase{phase}: what a learner process is doing, 1 for the
+// current phase (common/metrics/phase.h), served on /metrics from the
+// process's start. `rlvr learner` goes starting -> rendezvous (joining the
+// other ranks, building the model) -> resuming (loading the checkpoint,
+// sending the state to the other ranks) -> training (rank 0: serving
+// sessions; evaluating while it evaluates held-out prompts) -> stopping.
+// `rlvr pretrain --metrics_port` (the learner pod's init container) exports
+// the same family with phase pretraining.
+inline constexpr const char* kLearnerPhases[] = {
+    "starting", "pretraining", "rendezvous", "resuming", "training", "evaluating", "stopping",
+};
+inline constexpr const char kLearnerPhaseHelp[] =
+    "What the learner process is doing: 1 for the current phase (starting, pretraining, "
+    "rendezvous, resuming, training, evaluating, stopping), 0 for the others.";
 
 // "unknown_lease" for REJECT_REASON_UNKNOWN_LEASE, etc.
 std::string RejectReasonLabel(rlvr::v1::RejectReason reason);

@@ -73,6 +73,18 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                      absl::StrCat("no Hello within ", timeout_s, " s (learner.hello_timeout_s)")));
   }
+  // Called under the service's mutex: the pool of streams awaiting Hello was
+  // full and this one's address held the most of them.
+  void Displaced(const std::string& by) {
+    absl::MutexLock l(&mu_);
+    if (session_ != 0 || finishing_) return;
+    service_->Refused("displaced_before_hello");
+    RequestFinishLocked(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("no Hello yet, and the streams awaiting Hello are full "
+                     "(learner.max_awaiting_hello); this address held the most, a stream from ",
+                     by, " took its place")));
+  }
   // Called under the service's mutex: the ingest closed the session.
   void Evicted(const std::string& why) {
     absl::MutexLock l(&mu_);
@@ -515,7 +527,11 @@ GrpcServerOptions FrontDoorServerOptions(const LearnerConfig& learner) {
 
 SessionServiceImpl::SessionServiceImpl(Ingest* ingest, const TokenChecker* auth,
                                        SessionServiceOptions options)
-    : ingest_(ingest), auth_(auth), options_(options) {
+    : ingest_(ingest),
+      auth_(auth),
+      options_(options),
+      admission_(
+          HelloAdmissionOptions{options.max_awaiting_hello, options.max_awaiting_hello_per_peer}) {
   ingest_->SetWakeCallback([this] { WakeAll(); });
   ingest_->SetEvictCallback(
       [this](uint64_t session, const std::string& why) { Evict(session, why); });
@@ -540,11 +556,12 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SessionServiceImpl:
   auto* r = new SessionReactor(this, ingest_, context);
   grpc::Status refusal = auth_ != nullptr ? auth_->Check(*context) : grpc::Status::OK;
   if (!refusal.ok()) Refused("unauthenticated");
-  r->Start(Admit(r, std::move(refusal)));
+  r->Start(Admit(r, PeerAddress(context->peer()), std::move(refusal)));
   return r;
 }
 
-grpc::Status SessionServiceImpl::Admit(SessionReactor* r, grpc::Status refusal) {
+grpc::Status SessionServiceImpl::Admit(SessionReactor* r, const std::string& peer,
+                                       grpc::Status refusal) {
   absl::MutexLock l(&mu_);
   ++live_;
   if (!refusal.ok()) return refusal;
@@ -554,11 +571,32 @@ grpc::Status SessionServiceImpl::Admit(SessionReactor* r, grpc::Status refusal) 
     Refused("shutting_down");
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "learner is shutting down");
   }
-  if (static_cast<int>(awaiting_.size()) + open >= max_sessions) {
+  // Only sessions that said Hello count here: streams awaiting Hello have
+  // their own pool and cannot take a session's place.
+  if (open >= max_sessions) {
     Refused("session_limit");
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("learner serves at most ", max_sessions,
-                                     " sessions (open or awaiting Hello)"));
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("learner serves at most ", max_sessions, " sessions (learner.max_sessions)"));
+  }
+  HelloAdmission::Decision d = admission_.Admit(r, peer);
+  if (!d.admitted) {
+    Refused(d.refusal.c_str());
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        d.refusal == "peer_awaiting_hello"
+            ? absl::StrCat(admission_.options().max_per_peer, " streams from ", peer,
+                           " are already waiting to say Hello "
+                           "(learner.max_awaiting_hello_per_peer)")
+            : absl::StrCat(admission_.options().max_awaiting,
+                           " streams are waiting to say Hello, none from an address holding "
+                           "more than yours (learner.max_awaiting_hello)"));
+  }
+  if (d.displaced != nullptr) {
+    auto* other = const_cast<SessionReactor*>(static_cast<const SessionReactor*>(d.displaced));
+    auto it = awaiting_.find(other);
+    if (it != awaiting_.end()) it->second = absl::InfiniteFuture();  // Ended; gone at OnDone.
+    other->Displaced(peer);
   }
   awaiting_[r] = absl::Now() + absl::Seconds(options_.hello_timeout_s);
   ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
@@ -568,6 +606,7 @@ grpc::Status SessionServiceImpl::Admit(SessionReactor* r, grpc::Status refusal) 
 void SessionServiceImpl::Register(SessionReactor* r, uint64_t session) {
   absl::MutexLock l(&mu_);
   awaiting_.erase(r);
+  admission_.Remove(r);
   ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
   reactors_.insert(r);
   by_session_[session] = r;
@@ -579,6 +618,7 @@ void SessionServiceImpl::Unregister(SessionReactor* r) {
   absl::MutexLock l(&mu_);
   --live_;
   reactors_.erase(r);
+  admission_.Remove(r);
   if (awaiting_.erase(r) > 0) {
     ingest_->metrics()->sessions_awaiting_hello->Set(static_cast<double>(awaiting_.size()));
   }
@@ -617,6 +657,7 @@ void SessionServiceImpl::HousekeepingLoop() {
       for (auto& [r, deadline] : awaiting_) {
         if (deadline > now) continue;
         deadline = absl::InfiniteFuture();  // Ended once; gone at OnDone.
+        admission_.Remove(r);
         r->HelloTimeout(options_.hello_timeout_s);
       }
     }

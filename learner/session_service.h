@@ -12,9 +12,11 @@
 // parsed with protobuf. Bytes that are no ActorMessage end the call with
 // INVALID_ARGUMENT.
 //
-// The front door (docs/reliability.md, "Integrating your own actor"): a
-// stream counts against max_sessions from its start, and one that sends no
-// Hello within hello_timeout_s is ended DEADLINE_EXCEEDED; Hello.capacity is
+// The front door (docs/reliability.md, "The front door"): streams that have
+// not said Hello wait in a pool of their own, bounded per peer address and in
+// all (hello_admission.h), so that they never take the place of a session
+// that said Hello (max_sessions counts only those); one that sends no Hello
+// within hello_timeout_s is ended DEADLINE_EXCEEDED; Hello.capacity is
 // clamped to the ingest's max_capacity (Welcome says so); a compressed call is
 // refused UNIMPLEMENTED by gRPC core before its message is inflated (only
 // identity is enabled, FrontDoorServerOptions), which the handler recognises
@@ -51,6 +53,7 @@
 #include "common/config/run_config.h"
 #include "common/net/auth.h"
 #include "common/net/grpc_util.h"
+#include "learner/hello_admission.h"
 #include "learner/ingest.h"
 #include "rlvr/v1/session.grpc.pb.h"
 
@@ -61,6 +64,10 @@ class SessionReactor;
 struct SessionServiceOptions {
   // A stream must send Hello within this time (learner.hello_timeout_s).
   double hello_timeout_s = 10.0;
+  // Streams awaiting Hello, in all and per peer address
+  // (learner.max_awaiting_hello, learner.max_awaiting_hello_per_peer).
+  int max_awaiting_hello = 64;
+  int max_awaiting_hello_per_peer = 8;
   // Rejected-group (and ignored-message) log lines per second, all sessions
   // together; the rest are counted in reject_logs_suppressed.
   int log_lines_per_s = 20;
@@ -112,9 +119,11 @@ class SessionServiceImpl final : public rlvr::v1::SessionService::WithRawCallbac
 
  private:
   friend class SessionReactor;
-  // A new stream: registered as awaiting Hello, or the refusal to end it
-  // with (counted) when max_sessions streams are open or waiting.
-  grpc::Status Admit(SessionReactor* r, grpc::Status refusal);
+  // A new stream from `peer` (PeerAddress): registered as awaiting Hello
+  // (possibly displacing another, which is ended), or the refusal to end it
+  // with (counted): max_sessions sessions open, its address's or the pool's
+  // bound on streams awaiting Hello.
+  grpc::Status Admit(SessionReactor* r, const std::string& peer, grpc::Status refusal);
   // Hello accepted: `r` now serves ingest session `session`.
   void Register(SessionReactor* r, uint64_t session);
   void Unregister(SessionReactor* r);
@@ -137,6 +146,8 @@ class SessionServiceImpl final : public rlvr::v1::SessionService::WithRawCallbac
   // Streams awaiting Hello -> their Hello deadline (InfiniteFuture once
   // ended for missing it, until the call is done).
   std::map<SessionReactor*, absl::Time> awaiting_ ABSL_GUARDED_BY(mu_);
+  // The streams awaiting Hello that are still in the pool (not yet ended).
+  HelloAdmission admission_ ABSL_GUARDED_BY(mu_);
   int live_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread housekeeping_thread_;

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/base/file_io.h"
+#include "common/base/progress_file.h"
 #include "common/config/flags.h"
 #include "common/config/run_config.h"
 #include "common/policy/evaluate.h"
@@ -37,6 +39,8 @@ int EvalCommand(int argc, char** argv) {
   int64_t seed = 1;
   int show = 0;
   int threads = 1;  // Small ops: a second OpenMP thread mostly spins (see docs/policy.md).
+  std::string progress_file;
+  std::string progress_label = "evaluation";
   FlagSet flags("eval",
                 "Accuracy of a weight file on the task's held-out prompts: greedy exact match\n"
                 "and pass@k with k samples per prompt at the given temperature. Prints a table;\n"
@@ -53,6 +57,9 @@ int EvalCommand(int argc, char** argv) {
   flags.Int64("seed", &seed, "Sampling seed for pass@k.");
   flags.Int("threads", &threads, "Intra-op threads (torch::set_num_threads).");
   flags.Int("show", &show, "Also print the first N prompts with their greedy completions.");
+  flags.String("progress_file", &progress_file,
+               "Write how far the evaluation is here (`rlvr run` shows it).");
+  flags.String("progress_label", &progress_label, "What the progress file calls this evaluation.");
   if (std::optional<int> exit_code = flags.ParseCommandLine(argc, argv)) return *exit_code;
   const CommandReporter command("eval");
   auto config = LoadCommandConfig(config_path, overrides);
@@ -82,8 +89,14 @@ int EvalCommand(int argc, char** argv) {
   std::vector<Prompt> prompts = split == "heldout" ? (*task)->heldout() : (*task)->train();
   if (static_cast<int>(prompts.size()) > n_prompts) prompts.resize(n_prompts);
   const absl::Time t0 = absl::Now();
-  auto result = policy::Evaluate(*model, *tokenizer, **task, prompts, k, temperature,
-                                 max_new_tokens, static_cast<uint64_t>(seed));
+  ProgressFile progress(progress_file);
+  auto result = policy::Evaluate(
+      *model, *tokenizer, **task, prompts, k, temperature, max_new_tokens,
+      static_cast<uint64_t>(seed), [&](const policy::EvalProgress& p) {
+        progress.Update(absl::StrCat(progress_label, ", ", p.pass, ", ", split, " prompts"),
+                        p.prompts_done, p.prompts);
+      });
+  progress.Clear();
   if (!result.ok()) return command.Fail(result.status(), 1);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
 

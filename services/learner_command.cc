@@ -65,6 +65,7 @@ int LearnerCommand(int argc, char** argv) {
   std::string metrics_jsonl;
   std::string ledger;
   std::string base_weights;
+  std::string progress_file;
   int total_updates = -1;
   int rank = EnvIntOr("RANK", 0);
   int world_size = EnvIntOr("WORLD_SIZE", 1);
@@ -96,6 +97,8 @@ int LearnerCommand(int argc, char** argv) {
                "Base policy weight blob; default pretrain.checkpoint of the config\n"
                "      (random init if that file does not exist).");
   flags.Int("total_updates", &total_updates, "Updates to run; default run.total_updates.");
+  flags.String("progress_file", &progress_file,
+               "Rank 0 writes how far a held-out evaluation is here (`rlvr run` shows it).");
   flags.Int("rank", &rank, "Data-parallel rank (env RANK).");
   flags.Int("world_size", &world_size, "Data-parallel world size (env WORLD_SIZE).");
   flags.String("master_addr", &master_addr, "Rendezvous host of rank 0 (env MASTER_ADDR).");
@@ -126,6 +129,7 @@ int LearnerCommand(int argc, char** argv) {
   options.metrics_jsonl =
       !metrics_jsonl.empty() || run_dir.empty() ? metrics_jsonl : run_dir + "/metrics.jsonl";
   options.ledger_path = ledger;
+  options.progress_file = progress_file;
   // A Hugging Face model's base is its own weights (model.hf_path); only an
   // explicit --base_weights replaces them.
   if (base_weights.empty() && config->model.hf_path.empty()) {

@@ -231,6 +231,86 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
 
 // configs/gsm8k-tiny.yaml (a JSONL dataset, a template prompt format, the
 // gsm8k verifier) runs end to end, shrunk by overrides, and resumes.
+// Evaluation a config can size or skip (issue 42): eval.base_prompts 0 and
+// eval.final_prompts 0 with eval.every 0 evaluate nothing; sized, the base
+// evaluation (rlvr eval) and the last update's (the learner) take those
+// sizes; `rlvr run` says what it evaluates; and pretrain.device names a
+// device that is not there at once.
+TEST(RunEndToEndTest, EvaluationsCanBeSizedOrSkipped) {
+  const char* bin = std::getenv("RLVR_BINARY");
+  ASSERT_NE(bin, nullptr);
+  fs::path dir = fs::path(testing::TempDir()) / "rlvr_run_eval_sizes";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path config = dir / "tiny.yaml";
+  std::ofstream(config)
+      << "run: {runs_dir: " << (dir / "runs").string() << ", total_updates: 4, num_actors: 1}\n"
+      << "model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}\n"
+         "task: {train_size: 200, heldout_size: 40}\n"
+         "pretrain: {steps: 10, batch_size: 16, checkpoint: "
+      << (dir / "base.rlvrw").string()
+      << "}\n"
+         "learner: {groups_per_update: 4, buffer_groups: 8, checkpoint_every: 2}\n"
+         "actor: {max_batch_prompts: 4}\n"
+         "eval: {every: 0, prompts: 20, pass_k: 4}\n";
+  const std::string run = std::string(bin) + " run --no_live --config " + config.string();
+
+  // Off: no base_eval.json, no held-out accuracy in any line.
+  const std::string out1 = (dir / "off.out").string();
+  ASSERT_EQ(Shell(run +
+                  " --set run.name=off --set eval.base_prompts=0 --set eval.final_prompts=0"
+                  " > " +
+                  out1 + " 2>&1"),
+            0)
+      << Slurp(out1);
+  const fs::path off = dir / "runs" / "off";
+  EXPECT_FALSE(fs::exists(off / "base_eval.json"));
+  std::vector<nlohmann::json> m = Metrics(off / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 4u);
+  for (const nlohmann::json& line : m) EXPECT_FALSE(line.contains("heldout_accuracy")) << line;
+  EXPECT_NE(Slurp(out1).find("base policy not evaluated (eval.base_prompts: 0)"), std::string::npos)
+      << Slurp(out1);
+  nlohmann::json summary = nlohmann::json::parse(Slurp(off / "summary.json"));
+  EXPECT_LT(summary["base_heldout_accuracy"].get<double>(), 0.0);
+  EXPECT_LT(summary["final_heldout_accuracy"].get<double>(), 0.0);
+
+  // Sized: the base evaluation on 12 prompts with pass@2, the last update's
+  // on 8 (eval.prompts is 20).
+  const std::string out2 = (dir / "sized.out").string();
+  ASSERT_EQ(Shell(run +
+                  " --set run.name=sized --set eval.base_prompts=12 --set eval.base_pass_k=2"
+                  " --set eval.final_prompts=8 > " +
+                  out2 + " 2>&1"),
+            0)
+      << Slurp(out2);
+  const fs::path sized = dir / "runs" / "sized";
+  nlohmann::json base = nlohmann::json::parse(Slurp(sized / "base_eval.json"));
+  EXPECT_EQ(base["prompts"].get<int>(), 12);
+  EXPECT_EQ(base["k"].get<int>(), 2);
+  EXPECT_NE(Slurp(out2).find("evaluating the base policy on 12 held-out prompts (greedy + pass@2"),
+            std::string::npos)
+      << Slurp(out2);
+  m = Metrics(sized / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 4u);
+  for (size_t i = 0; i + 1 < m.size(); ++i) EXPECT_FALSE(m[i].contains("heldout_accuracy"));
+  EXPECT_TRUE(m.back().contains("heldout_accuracy")) << m.back();
+  const std::string learner_log = Slurp(sized / "logs" / "learner.log");
+  EXPECT_NE(learner_log.find("step 4: greedy held-out accuracy"), std::string::npos) << learner_log;
+  EXPECT_NE(learner_log.find(" on 8 prompts"), std::string::npos) << learner_log;
+  EXPECT_FALSE(fs::exists(sized / "progress.txt"));  // Cleared when each evaluation ends.
+
+  // pretrain.device: a CUDA device that is not there fails at once, naming
+  // the key (before any training).
+  const std::string out3 = (dir / "device.out").string();
+  EXPECT_EQ(Shell(std::string(bin) + " pretrain --config " + config.string() +
+                  " --set pretrain.device=cuda:99 --out " + (dir / "x.rlvrw").string() + " > " +
+                  out3 + " 2>&1"),
+            2)
+      << Slurp(out3);
+  EXPECT_NE(Slurp(out3).find("pretrain.device"), std::string::npos) << Slurp(out3);
+  EXPECT_FALSE(fs::exists(dir / "x.rlvrw"));
+}
+
 TEST(RunEndToEndTest, Gsm8kTinyConfigTrainsAndResumes) {
   const char* bin = std::getenv("RLVR_BINARY");
   const char* src = std::getenv("RLVR_SOURCE_DIR");

@@ -99,6 +99,9 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("pretrain.validation_prompts", &p.validation_prompts, 1, kBig,
          "Training-split prompts held out of pretraining for the stop check.");
   s->Int("pretrain.validate_every", &p.validate_every, 1, kBig, "Steps between stop checks.");
+  s->String("pretrain.device", &p.device,
+            "Pretraining device: auto (cuda:0 if CUDA is available, else cpu) | cpu | cuda | "
+            "cuda:N.");
 
   SamplingConfig& sm = c->sampling;
   s->Double("sampling.temperature", &sm.temperature, 1e-3, 100.0, "Softmax temperature.");
@@ -135,7 +138,12 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
             "Collective timeout, seconds.");
   s->Int64("learner.max_message_bytes", &l.max_message_bytes, 1024, 1LL << 31,
            "Largest ActorMessage accepted, bytes.");
-  s->Int("learner.max_sessions", &l.max_sessions, 1, 1 << 20, "Concurrent actor sessions.");
+  s->Int("learner.max_sessions", &l.max_sessions, 1, 1 << 20,
+         "Concurrent actor sessions (streams that said Hello).");
+  s->Int("learner.max_awaiting_hello", &l.max_awaiting_hello, 1, 1 << 20,
+         "Streams awaiting Hello, all peers together.");
+  s->Int("learner.max_awaiting_hello_per_peer", &l.max_awaiting_hello_per_peer, 1, 1 << 20,
+         "Streams awaiting Hello from one peer address.");
   s->Double("learner.max_groups_per_s", &l.max_groups_per_s, 0.0, 1e9,
             "Per-session rate limit (groups/s) on groups that answer no live lease; 0 = off.");
   s->Int64("learner.buffer_bytes", &l.buffer_bytes, 1024, 1LL << 40,
@@ -209,6 +217,14 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
   s->Int("eval.prompts", &e.prompts, 1, kBig, "Held-out prompts evaluated.");
   s->Int("eval.pass_k", &e.pass_k, 1, 1024, "k of pass@k.");
   s->Double("eval.pass_temperature", &e.pass_temperature, 1e-3, 100.0, "pass@k temperature.");
+  s->Int("eval.base_prompts", &e.base_prompts, -1, kBig,
+         "Held-out prompts of the base policy's evaluation before training; -1 = eval.prompts, "
+         "0 = none.");
+  s->Int("eval.base_pass_k", &e.base_pass_k, -1, 1024,
+         "k of pass@k in the base evaluation; -1 = eval.pass_k, 0 = greedy only.");
+  s->Int("eval.final_prompts", &e.final_prompts, -1, kBig,
+         "Held-out prompts of the greedy evaluation at the last update; -1 = eval.prompts, "
+         "0 = none.");
 
   RunSection& r = c->run;
   s->String("run.name", &r.name, "Run directory name under run.runs_dir.");
@@ -237,6 +253,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   RETURN_IF_ERROR(ValidateModelConfig(c.model));
   RETURN_IF_ERROR(ParseDeviceSetting("learner.device", c.learner.device).status());
   RETURN_IF_ERROR(ParseDeviceSetting("actor.device", c.actor.device).status());
+  RETURN_IF_ERROR(ParseDeviceSetting("pretrain.device", c.pretrain.device).status());
   if (c.task.min_digits > c.task.max_digits) {
     return bad("task.min_digits", "must be <= task.max_digits");
   }
@@ -276,7 +293,26 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.task.kind != "jsonl" && c.eval.prompts > c.task.heldout_size) {
     return bad("eval.prompts", "must be <= task.heldout_size");
   }
+  if (c.task.kind != "jsonl" && c.eval.base_prompts > c.task.heldout_size) {
+    return bad("eval.base_prompts", "must be <= task.heldout_size");
+  }
+  if (c.task.kind != "jsonl" && c.eval.final_prompts > c.task.heldout_size) {
+    return bad("eval.final_prompts", "must be <= task.heldout_size");
+  }
+  if (c.learner.max_awaiting_hello_per_peer > c.learner.max_awaiting_hello) {
+    return bad("learner.max_awaiting_hello_per_peer", "must be <= learner.max_awaiting_hello");
+  }
   return absl::OkStatus();
+}
+
+int BaseEvalPrompts(const EvalConfig& eval) {
+  return eval.base_prompts >= 0 ? eval.base_prompts : eval.prompts;
+}
+int BaseEvalPassK(const EvalConfig& eval) {
+  return eval.base_pass_k >= 0 ? eval.base_pass_k : eval.pass_k;
+}
+int FinalEvalPrompts(const EvalConfig& eval) {
+  return eval.final_prompts >= 0 ? eval.final_prompts : eval.prompts;
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& m) {

@@ -109,6 +109,9 @@ struct PretrainConfig {
   // task's held-out split is never looked at). RL still trains on them.
   int validation_prompts = 200;
   int validate_every = 25;  // Steps between checks.
+  // Where `rlvr pretrain` trains: auto | cpu | cuda | cuda:N
+  // (common/policy/placement.h; auto = cuda:0 when CUDA is available).
+  std::string device = "auto";
 };
 
 // How actors sample (copied into every lease).
@@ -141,7 +144,7 @@ struct LearnerConfig {
   int threads = 1;                // Intra-op threads per rank.
   double collective_timeout_s = 120.0;   // A rank that hangs longer fails the others.
   int64_t max_message_bytes = 16 << 20;  // Largest ActorMessage accepted.
-  int max_sessions = 256;                // Concurrent actor sessions accepted.
+  int max_sessions = 256;                // Concurrent sessions (streams that said Hello).
   // Groups per second one session may submit that answer none of its live
   // leases (token bucket, burst of one second's worth); over-limit ones are
   // rejected RATE_LIMITED. Groups for live leases are never metered: the
@@ -153,8 +156,17 @@ struct LearnerConfig {
   int64_t seed = 1;  // Lease order, sampling seeds, batcher shuffles.
   // The front door (docs/reliability.md, "Integrating your own actor").
   // A stream must send Hello within this time, else it is closed
-  // DEADLINE_EXCEEDED; streams waiting for Hello count against max_sessions.
+  // DEADLINE_EXCEEDED. Streams waiting for Hello do not count against
+  // max_sessions: they have a pool of their own, bounded per peer address
+  // (docs/reliability.md, "The front door").
   double hello_timeout_s = 10.0;
+  // Streams awaiting Hello, all peers together. When full, a stream from a
+  // peer holding fewer of them displaces the oldest stream of the peer
+  // holding the most; otherwise it is refused RESOURCE_EXHAUSTED.
+  int max_awaiting_hello = 64;
+  // Streams awaiting Hello from one peer address (IP, without the port);
+  // more are refused RESOURCE_EXHAUSTED.
+  int max_awaiting_hello_per_peer = 8;
   // Hello.capacity is clamped to this (advertised in Welcome.max_capacity).
   int max_session_capacity = 1024;
   // A session whose leases expire without an answer gets no new leases
@@ -221,11 +233,24 @@ struct OptimConfig {
 };
 
 struct EvalConfig {
-  int every = 10;                 // Updates between held-out evaluations; 0 = only at the end.
+  int every = 10;                 // Updates between held-out evaluations; 0 = none in between.
   int prompts = 200;              // Held-out prompts evaluated (<= task.heldout_size).
   int pass_k = 4;                 // k of pass@k.
   double pass_temperature = 1.0;  // Sampling temperature for pass@k.
+  // The base policy's evaluation before training (`rlvr run`, base_eval.json):
+  // held-out prompts, -1 = `prompts`, 0 = no base evaluation; and its k of
+  // pass@k, -1 = `pass_k`, 0 = greedy only.
+  int base_prompts = -1;
+  int base_pass_k = -1;
+  // The greedy evaluation at the last update: held-out prompts, -1 =
+  // `prompts`, 0 = none.
+  int final_prompts = -1;
 };
+
+// eval.base_prompts / eval.final_prompts / eval.base_pass_k with -1 resolved.
+int BaseEvalPrompts(const EvalConfig& eval);
+int BaseEvalPassK(const EvalConfig& eval);
+int FinalEvalPrompts(const EvalConfig& eval);
 
 // The embedded default job (`rlvr run`).
 struct RunSection {

@@ -145,6 +145,49 @@ TEST(RunConfigTest, DeviceAndComputeDtypeAreCheckedAtLoad) {
   EXPECT_EQ(parsed->index, -1);
 }
 
+// pretrain.device, like the other devices: auto by default, checked at load.
+TEST(RunConfigTest, PretrainDeviceIsCheckedAtLoad) {
+  auto c = LoadRunConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pretrain.device, "auto");
+  c = LoadRunConfig("", {"pretrain.device=cuda"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->pretrain.device, "cuda");
+  c = LoadRunConfig("", {"pretrain.device=gpu"});
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("pretrain.device"));
+}
+
+// The base and final evaluations: -1 follows eval.prompts / eval.pass_k, 0
+// turns them off, a size is checked against the held-out split.
+TEST(RunConfigTest, BaseAndFinalEvaluationsAreSizedOrOff) {
+  auto c = LoadRunConfig("", {"eval.prompts=40", "eval.pass_k=3"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(BaseEvalPrompts(c->eval), 40);
+  EXPECT_EQ(BaseEvalPassK(c->eval), 3);
+  EXPECT_EQ(FinalEvalPrompts(c->eval), 40);
+  c = LoadRunConfig("", {"eval.base_prompts=0", "eval.final_prompts=12", "eval.base_pass_k=0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(BaseEvalPrompts(c->eval), 0);
+  EXPECT_EQ(BaseEvalPassK(c->eval), 0);
+  EXPECT_EQ(FinalEvalPrompts(c->eval), 12);
+  c = LoadRunConfig("", {"task.heldout_size=50", "eval.prompts=50", "eval.final_prompts=51"});
+  EXPECT_THAT(c.status().message(), HasSubstr("eval.final_prompts"));
+  c = LoadRunConfig("", {"eval.base_prompts=-2"});
+  EXPECT_THAT(c.status().message(), HasSubstr("eval.base_prompts"));
+}
+
+// The front door's pool of streams awaiting Hello: keys with defaults, the
+// per-address bound no larger than the pool.
+TEST(RunConfigTest, AwaitingHelloBoundsAreChecked) {
+  auto c = LoadRunConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->learner.max_awaiting_hello, 64);
+  EXPECT_EQ(c->learner.max_awaiting_hello_per_peer, 8);
+  c = LoadRunConfig("", {"learner.max_awaiting_hello=4", "learner.max_awaiting_hello_per_peer=5"});
+  EXPECT_THAT(c.status().message(), HasSubstr("learner.max_awaiting_hello_per_peer"));
+}
+
 TEST(RunConfigTest, MissingFileIsNotFound) {
   auto c = LoadRunConfig("/nonexistent/x.yaml", {});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);

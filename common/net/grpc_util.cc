@@ -50,6 +50,7 @@ absl::StatusOr<StartedServer> StartGrpcServer(const GrpcServerOptions& options,
   StartedServer out;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.address, creds, &out.port);
+  for (const std::string& extra : options.extra_addresses) builder.AddListeningPort(extra, creds);
   builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
   builder.SetMaxSendMessageSize(64 << 20);
   if (options.keepalive_time_ms > 0) {

@@ -22,6 +22,9 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 struct GrpcServerOptions {
   // "127.0.0.1:0" picks a free loopback port; pods use "0.0.0.0:PORT".
   std::string address = "127.0.0.1:0";
+  // Further addresses served the same way (e.g. "unix:/path" in tests that
+  // need clients with distinct peer addresses on one host).
+  std::vector<std::string> extra_addresses;
   // Largest message accepted, bytes.
   int max_receive_bytes = 64 << 20;
   // TLS: PEM file paths. Empty cert/key means plaintext.

@@ -14,7 +14,8 @@ constexpr size_t kRowsPerBatch = 64;  // Rows generated together.
 
 absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer,
                                     const Task& task, const std::vector<Prompt>& prompts, int k,
-                                    double temperature, int max_new_tokens, uint64_t seed) {
+                                    double temperature, int max_new_tokens, uint64_t seed,
+                                    const std::function<void(const EvalProgress&)>& on_progress) {
   if (k < 0) return absl::InvalidArgumentError("eval: k must be >= 0");
   std::vector<std::vector<int>> encoded;
   encoded.reserve(prompts.size());
@@ -58,6 +59,11 @@ absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokeniz
           if (greedy) {
             result.greedy[row] = GreedyCompletion{std::move(text), v.reason, v.reward >= 1.0};
           }
+        }
+        if (on_progress) {
+          on_progress(EvalProgress{greedy ? "greedy" : absl::StrCat("pass@", samples_per_prompt),
+                                   static_cast<int>(end / samples_per_prompt),
+                                   static_cast<int>(prompts.size())});
         }
       }
     };

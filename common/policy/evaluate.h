@@ -6,6 +6,7 @@
 #define RLVR_COMMON_POLICY_EVALUATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,23 @@ struct EvalResult {
   std::vector<GreedyCompletion> greedy;  // One per prompt, in prompt order.
 };
 
+// How far an evaluation is: `pass` is "greedy" or "pass@k" (k samples per
+// prompt), `prompts_done` of `prompts` prompts are through it.
+struct EvalProgress {
+  std::string pass;
+  int prompts_done = 0;
+  int prompts = 0;
+};
+
 // Greedy decoding (stop at EOS, max_new_tokens) and k samples per prompt at
 // `temperature` (seeded from `seed`, deterministic), scored with
-// task.Verify. k == 0 skips pass@k. Errors: a prompt the tokenizer cannot
-// encode, a torch error (as Internal).
-absl::StatusOr<EvalResult> Evaluate(Transformer& model, const Tokenizer& tokenizer,
-                                    const Task& task, const std::vector<Prompt>& prompts, int k,
-                                    double temperature, int max_new_tokens, uint64_t seed);
+// task.Verify. k == 0 skips pass@k. `on_progress` (may be empty) is called
+// from the calling thread after every batch of completions. Errors: a prompt
+// the tokenizer cannot encode, a torch error (as Internal).
+absl::StatusOr<EvalResult> Evaluate(
+    Transformer& model, const Tokenizer& tokenizer, const Task& task,
+    const std::vector<Prompt>& prompts, int k, double temperature, int max_new_tokens,
+    uint64_t seed, const std::function<void(const EvalProgress&)>& on_progress = nullptr);
 
 }  // namespace rlvr::policy
 

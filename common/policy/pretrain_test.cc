@@ -87,6 +87,25 @@ TEST(PretrainTest, LossFallsAndEvaluateReportsFractions) {
   EXPECT_FALSE(Pretrain(model, *tokenizer, *task, options).ok());
 }
 
+// on_progress follows the batches of each pass: the greedy one, then the k
+// samples per prompt, each ending at every prompt done.
+TEST(PretrainTest, EvaluateReportsHowFarEachPassIs) {
+  TinySetup s = MakeTinySetup(64, 16);
+  std::vector<EvalProgress> seen;
+  auto eval = Evaluate(s.model, *s.tokenizer, *s.task, s.task->heldout(), /*k=*/8, 1.0, 4, 5,
+                       [&](const EvalProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  // 16 greedy rows fit one batch of 64; 16 x 8 sampled rows take two.
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].pass, "greedy");
+  EXPECT_EQ(seen[0].prompts_done, 16);
+  EXPECT_EQ(seen[1].pass, "pass@8");
+  EXPECT_EQ(seen[1].prompts_done, 8);
+  EXPECT_EQ(seen[2].pass, "pass@8");
+  EXPECT_EQ(seen[2].prompts_done, 16);
+  for (const EvalProgress& p : seen) EXPECT_EQ(p.prompts, 16);
+}
+
 // stop_accuracy: training stops at the first check that reaches it; the
 // validation prompts (the training split's tail) are not trained on; the
 // reported accuracy is what Evaluate gives on them.

@@ -67,14 +67,21 @@ else:  # add the field
     text += "images:\n  - name: rlvr\n" + body
 open(path, "w").write(text)
 PY
-  kubectl kustomize "$edit/$dir" >"$out/edit.yaml"
-  bad="$(grep -E '^ +image: ' "$out/edit.yaml" | grep -vF "image: $want" || true)"
-  if [[ -n "$bad" ]]; then
-    echo "FAIL: after \`kustomize edit set image rlvr=$want\` in deploy/k8s/$dir, containers still render:" >&2
-    echo "$bad" >&2
-    exit 1
-  fi
-  echo "kustomize edit set image rlvr=... in deploy/k8s/$dir retargets all $(grep -cE '^ +image: ' "$out/edit.yaml") containers"
+  # The overlay itself, and the examples built on it (they take the learner's
+  # image from the overlay's actor Deployment, so retagging the overlay as
+  # documented retargets them too).
+  followers=("$dir")
+  [[ "$dir" == overlays/gpu ]] && followers+=(examples/jobset examples/pytorchjob)
+  for f in "${followers[@]}"; do
+    kubectl kustomize "$edit/$f" >"$out/edit.yaml"
+    bad="$(grep -E '^ +image: ' "$out/edit.yaml" | grep -vF "image: $want" || true)"
+    if [[ -n "$bad" ]]; then
+      echo "FAIL: after \`kustomize edit set image rlvr=$want\` in deploy/k8s/$dir, containers of deploy/k8s/$f still render:" >&2
+      echo "$bad" >&2
+      exit 1
+    fi
+    echo "kustomize edit set image rlvr=... in deploy/k8s/$dir retargets all $(grep -cE '^ +image: ' "$out/edit.yaml") containers of deploy/k8s/$f"
+  done
 done
 # Secrets the operator creates by hand (docs/deploy.md, step 3): TLS material
 # and the bearer token never live in the repository.

@@ -342,7 +342,7 @@ class ManifestLearner:
     def _map(self, text):
         text = text.replace("/etc/rlvr/config.yaml", self.cfg).replace("/data/", self.data + "/")
         text = re.sub(r"^--address=.*", f"--address=127.0.0.1:{self.grpc_port}", text)
-        text = re.sub(r"^--metrics_port=\d+", f"--metrics_port={self.metrics_port}", text)
+        text = re.sub(r"(^|\s)--metrics_port=\d+", rf"\g<1>--metrics_port={self.metrics_port}", text)
         return text.replace("--metrics_bind=0.0.0.0", "--metrics_bind=127.0.0.1")
 
     def _env(self, container):
@@ -362,10 +362,28 @@ class ManifestLearner:
         c = init[0]
         argv = [self._map(x) for x in c["command"] + c.get("args", [])]
         log(f"init container pretrain: {' '.join(argv)}")
-        r = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, **self._env(c)),
-                           timeout=max(5, left() - 60))
-        if r.returncode != 0:
-            fail(f"the pretrain init container failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        # While it pretrains, the pod's metrics port answers with the phase
+        # (the target is up, not refused): scraped until the process ends.
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, **self._env(c)))
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        phases = set()
+        deadline = time.monotonic() + max(5, left() - 60)
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                for m in re.finditer(r'^rlvr_learner_phase\{phase="(\w+)"\} 1$', http_get(url), re.M):
+                    phases.add(m.group(1))
+            except OSError:
+                pass
+            time.sleep(0.2)
+        if p.poll() is None:
+            p.kill()
+        out = p.communicate()[0]
+        if p.returncode != 0:
+            fail(f"the pretrain init container failed ({p.returncode}):\n{out[-3000:]}")
+        if "pretraining" not in phases:
+            fail(f"the pretrain init container's /metrics never said phase pretraining (saw {sorted(phases)})")
+        log(f"init container pretrain: /metrics on port {self.metrics_port} said phase pretraining")
 
     def start(self, name, extra_args=()):
         c = self.job["spec"]["template"]["spec"]["containers"][0]

@@ -379,6 +379,20 @@ for (const label of sets) {
         else if (!ports.includes(port)) problem(cw, `${p} port ${port} is not a declared container port`);
       }
     }
+    // GPU pods: the nvidia.com/gpu limit alone places a pod on the nodes whose
+    // device plugin advertises GPUs, and those nodes are commonly tainted
+    // nvidia.com/gpu:NoSchedule (so that CPU pods stay off them): a pod that
+    // requests a GPU must tolerate that taint whatever its value, or it stays
+    // Pending on a cluster that taints its GPU nodes.
+    const gpuOf = (c) => c.resources?.limits?.["nvidia.com/gpu"] ?? c.resources?.requests?.["nvidia.com/gpu"];
+    if (all.some((c) => gpuOf(c))) {
+      const tolerates = (spec.tolerations ?? []).some((tl) =>
+        tl.operator === "Exists" && (!tl.key || tl.key === "nvidia.com/gpu") &&
+        (!tl.effect || tl.effect === "NoSchedule"));
+      if (!tolerates) {
+        problem(where, "requests nvidia.com/gpu but does not tolerate the taint nvidia.com/gpu:NoSchedule (key nvidia.com/gpu, operator Exists): on a cluster that taints its GPU nodes it stays Pending");
+      }
+    }
     // Scrape annotations only on pods that serve /metrics: a container with
     // --metrics_port=<the annotated port> that is not a learner rank > 0
     // (those run no metrics server whatever their flags say).
@@ -432,6 +446,84 @@ for (const label of sets) {
   }
   const rank0 = rank0s[0];
   const totalRanks = learners.reduce((n, t) => n + t.pods, 0);
+  // Group failures. A rank that dies breaks every other rank's collectives,
+  // so one failure of any rank fails every rank once. The launcher must
+  // restart the ranks as a group and count a group failure once (or, for two
+  // plain Jobs, count it the same in both), else one Job runs out of
+  // retries while the other's ranks wait for ranks that never come back.
+  {
+    const jobs = learners.filter((t) => t.kind === "Job");
+    if (jobs.length > 1) {
+      // A Job fails once its failed pods exceed backoffLimit; each group
+      // failure fails all its running pods (parallelism).
+      const budget = jobs.map((t) => {
+        const limit = t.obj.spec?.backoffLimit ?? 6;
+        return { t, limit, pods: t.pods, groups: Math.floor(limit / Math.max(1, t.pods)) };
+      });
+      const most = Math.max(...budget.map((b) => b.groups));
+      for (const b of budget) {
+        if (b.limit % Math.max(1, b.pods) !== 0 || b.groups !== most) {
+          problem(b.t.where, `backoffLimit ${b.limit} with ${b.pods} pod(s) lasts ${b.groups} group failure(s) (every rank fails once per failure of any rank), while ${budget.filter((x) => x !== b).map((x) => `${x.t.obj.metadata.name} lasts ${x.groups}`).join(", ")}: at group failure ${b.groups + 1} this Job is Failed and the other Job's ranks wait for it. Set backoffLimit = pods x the same number of group failures`);
+        }
+      }
+    }
+    const jobsets = [...new Set(learners.filter((t) => t.kind === "JobSet").map((t) => t.obj))];
+    for (const js of jobsets) {
+      const where = `${label}: JobSet/${js.metadata?.name}`;
+      const fp = js.spec?.failurePolicy ?? {};
+      // JobSet failurePolicy: the first rule whose reasons, message patterns
+      // and replicated Jobs match a failed child Job acts; none: RestartJobSet.
+      const actionFor = (rjob, reason, message) => {
+        for (const r of fp.rules ?? []) {
+          if ((r.onJobFailureReasons ?? []).length && !r.onJobFailureReasons.includes(reason)) continue;
+          if ((r.onJobFailureMessagePatterns ?? []).length &&
+              !r.onJobFailureMessagePatterns.some((p) => new RegExp(p).test(message))) continue;
+          if ((r.targetReplicatedJobs ?? []).length && !r.targetReplicatedJobs.includes(rjob)) continue;
+          return r.action;
+        }
+        return "RestartJobSet";
+      };
+      for (const rj of js.spec?.replicatedJobs ?? []) {
+        const jspec = rj.template?.spec ?? {};
+        const rw = `${where} replicatedJobs ${rj.name}`;
+        if ((jspec.backoffLimit ?? 6) !== 0) {
+          problem(rw, `backoffLimit ${jspec.backoffLimit ?? 6}: a failed rank would be retried inside its own Job while the other ranks fail theirs; with 0 every failure fails the child Job at once and the JobSet restarts all ranks, counting one group failure`);
+        }
+        // What the Job controller writes into the failed Job's condition
+        // (reason PodFailurePolicy, "... matching FailJob rule at index N"),
+        // or BackoffLimitExceeded for any other failure.
+        const outcome = (pred, msg) => {
+          const rules = jspec.podFailurePolicy?.rules ?? [];
+          const i = rules.findIndex(pred);
+          if (i >= 0 && rules[i].action === "Ignore") return "Ignore";
+          if (i >= 0 && rules[i].action === "FailJob") return actionFor(rj.name, "PodFailurePolicy", `${msg} matching FailJob rule at index ${i}`);
+          return actionFor(rj.name, "BackoffLimitExceeded", "Job has reached the specified backoff limit");
+        };
+        const exit2 = outcome((r) => (r.onExitCodes?.values ?? []).includes(2) && r.onExitCodes?.operator === "In" &&
+                                     [undefined, "learner", "pytorch"].includes(r.onExitCodes?.containerName),
+                              "Container learner for pod ns/p failed with exit code 2");
+        if (exit2 !== "FailJobSet") {
+          problem(rw, `exit 2 (bad flags or config) leads to ${exit2}: give the child Job a podFailurePolicy FailJob rule for exit code 2 and the JobSet a FailJobSet rule matching it, or a bad config restarts every rank maxRestarts times`);
+        }
+        const disrupted = outcome((r) => (r.onPodConditions ?? []).some((c) => c.type === "DisruptionTarget"),
+                                  "Pod ns/p has condition DisruptionTarget");
+        if (!["RestartJobSetAndIgnoreMaxRestarts", "Ignore"].includes(disrupted)) {
+          problem(rw, `a disruption (preemption, eviction, drain) leads to ${disrupted}, counted against maxRestarts: add a FailJob rule on DisruptionTarget and a RestartJobSetAndIgnoreMaxRestarts rule matching it`);
+        }
+        const crash = outcome(() => false, "");
+        if (crash !== "RestartJobSet") problem(rw, `a crash leads to ${crash}, expected RestartJobSet (all ranks restart together, counted)`);
+      }
+    }
+    const ptjs = [...new Set(learners.filter((t) => t.kind === "PyTorchJob").map((t) => t.obj))];
+    for (const pj of ptjs) {
+      const limit = pj.spec?.runPolicy?.backoffLimit ?? 0;
+      const ranks = Object.values(pj.spec?.pytorchReplicaSpecs ?? {}).reduce((n, s) => n + (s.replicas ?? 1), 0);
+      if (limit < ranks || limit % ranks !== 0) {
+        problem(`${label}: PyTorchJob/${pj.metadata?.name}`, `runPolicy.backoffLimit ${limit} is not a multiple of the ${ranks} ranks: the training-operator counts the container restarts of all replicas, and one failure restarts every rank, so ${limit} lasts ${Math.floor(limit / ranks)} group failure(s) and the last one is cut short. Set backoffLimit = ${ranks} x the group failures to allow`);
+      }
+    }
+  }
+
   for (const t of learners) {
     const ps = t.tpl?.spec ?? {};
     const c = (ps.containers ?? [])[0] ?? {};
@@ -510,6 +602,48 @@ for (const label of sets) {
       problem(t.where, `terminationGracePeriodSeconds ${ps.terminationGracePeriodSeconds ?? 30} is too short for a checkpoint on SIGTERM (>= 120)`);
     }
     if ((c.ports ?? []).length && !(c.args ?? []).includes("--metrics_bind=0.0.0.0")) problem(t.where, "rank 0 needs --metrics_bind=0.0.0.0 for Prometheus to reach /metrics");
+    // Probes: rank 0's gRPC health says SERVING only after the rendezvous
+    // with the other ranks (and the resume, and the first publish). A
+    // startup or readiness probe on it keeps rank 0 unready until then, and
+    // the other ranks need rank 0's name to rendezvous: behind a Service that
+    // publishes only ready pods (the training-operator's for a PyTorchJob)
+    // no rank ever joins. Liveness probes start when the startup probe
+    // passes, so they must not need the rendezvous either. /metrics is
+    // served from the process's start.
+    const grpcPorts = new Set(["grpc", 50051, ...(c.ports ?? []).filter((x) => x.name === "grpc").map((x) => x.containerPort)]);
+    const metricsPort = (c.ports ?? []).find((x) => x.name === "metrics");
+    for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+      const probe = c[kind];
+      if (!probe) { problem(t.where, `rank 0 has no ${kind}`); continue; }
+      const port = probe.grpc?.port ?? probe.tcpSocket?.port ?? probe.httpGet?.port;
+      if (probe.grpc || grpcPorts.has(port)) {
+        problem(t.where, `${kind} on the gRPC port ${port}: rank 0 answers there only after the rendezvous with the other ranks, which need its name (a Service publishing only ready pods never lets them join) — probe /metrics, served from the process's start`);
+      } else if (!(probe.httpGet?.path === "/metrics" && [metricsPort?.name, metricsPort?.containerPort].includes(port))) {
+        problem(t.where, `${kind} should be httpGet /metrics on the metrics port (served from the process's start)`);
+      }
+    }
+    // The pretrain init container serves /metrics on the scraped port while
+    // it runs, or the pod's target is down (RlvrLearnerDown) while it
+    // pretrains; one that holds a GPU trains on it.
+    const annotatedPort = t.tpl?.metadata?.annotations?.["prometheus.io/port"] ?? String(metricsPort?.containerPort ?? "");
+    for (const ic of (ps.initContainers ?? []).filter((x) => /rlvr pretrain/.test(cmdline(x)))) {
+      const iw = `${t.where} init container "${ic.name}"`;
+      if (flagValue(ic, "metrics_port") !== annotatedPort || flagValue(ic, "metrics_bind") !== "0.0.0.0") {
+        problem(iw, `does not serve /metrics on port ${annotatedPort} (--metrics_port=${annotatedPort} --metrics_bind=0.0.0.0): the pod's target is down while it pretrains, and RlvrLearnerDown fires on every fresh deploy`);
+      }
+      if (ic.resources?.limits?.["nvidia.com/gpu"]) {
+        const set = flagValue(ic, "set=pretrain.device") ?? (cmdline(ic).match(/--set=pretrain\.device=(\S+)/) ?? [])[1];
+        const cmName = (ps.volumes ?? []).find((v) => v.configMap && (ic.volumeMounts ?? []).some((m) => m.name === v.name))?.configMap?.name;
+        const cm = byKind("ConfigMap").find((d) => d.obj.metadata?.name === cmName);
+        let device = set;
+        if (device === undefined && cm?.obj.data?.["config.yaml"] !== undefined) {
+          device = YAML.parse(cm.obj.data["config.yaml"])?.pretrain?.device;
+        }
+        if (!/^cuda(:\d+)?$/.test(device ?? "")) {
+          problem(iw, `holds a GPU but pretrains on pretrain.device ${device ?? "(unset: auto)"}: set pretrain.device: cuda in the run config (auto falls back to the CPU without a word when the image has no CUDA)`);
+        }
+      }
+    }
   }
 
   // Actors dial rank 0's stable name; TLS on both sides or neither.
@@ -531,6 +665,9 @@ for (const label of sets) {
   // label release=<helm release name>.
   for (const { obj, where } of byKind("ServiceMonitor")) {
     if (!obj.metadata?.labels?.release) problem(where, "no `release` label: kube-prometheus-stack's Prometheus selects ServiceMonitors by release=<its Helm release name> and would ignore this one");
+    for (const ep of obj.spec?.endpoints ?? []) {
+      if (ep.filterRunning === false) problem(where, "endpoint filterRunning: false keeps the targets of pods that Succeeded or Failed: the completed learner Job's pod would be `up == 0` (RlvrLearnerDown after every run)");
+    }
   }
 
   // NetworkPolicy: the learner's gRPC port is open to actors only.

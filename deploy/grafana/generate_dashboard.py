@@ -84,7 +84,7 @@ def timeseries(layout, title, description, queries, unit="short", w=8, h=8, min_
 
 
 def stat(layout, title, description, queries, unit="short", w=4, h=4, thresholds=None,
-         no_value=None):
+         no_value=None, text_mode="auto"):
     pid, pos = layout.place(w, h)
     steps = thresholds or [{"color": "green", "value": None}]
     defaults = {"unit": unit, "thresholds": {"mode": "absolute", "steps": steps}}
@@ -96,7 +96,7 @@ def stat(layout, title, description, queries, unit="short", w=4, h=4, thresholds
         "fieldConfig": {"defaults": defaults, "overrides": []},
         "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                     "orientation": "auto", "colorMode": "value", "graphMode": "area",
-                    "justifyMode": "auto", "textMode": "auto", "wideLayout": True,
+                    "justifyMode": "auto", "textMode": text_mode, "wideLayout": True,
                     "showPercentChange": False, "percentChangeColorMode": "standard"},
     }
 
@@ -148,6 +148,13 @@ def build():
                        [(f"max(rlvr_learner_world_size{{{LEARNER}}})", "ranks")]))
     panels.append(stat(L, "Targets up", "Scraped rlvr processes that are up, of all scraped.",
                        [(f"sum(up{{{BOTH}}})", "up")]))
+    # rlvr_learner_phase is 1 for the current phase: the series left after
+    # `== 1` is named after it (served from the process's start, and by the
+    # pretraining init container).
+    panels.append(stat(L, "Learner phase", "What rank 0 does (rlvr_learner_phase): pretraining, "
+                       "starting, rendezvous, resuming, training, evaluating, stopping.",
+                       [(f"max by (phase) (rlvr_learner_phase{{{LEARNER}}}) == 1", "{{phase}}")],
+                       w=8, no_value="no learner target", text_mode="name"))
 
     panels.append(L.row("Training progress"))
     panels.append(timeseries(L, "Reward", "Mean verifier reward of the last update's rollouts "

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/base/progress_file.h"
 #include "common/base/status_macros.h"
 #include "services/runner/cpu_list.h"
 #include "services/runner/process.h"
@@ -59,10 +61,13 @@ absl::StatusOr<double> ReadEvalAccuracy(const std::string& path) {
 }
 
 // Runs a child to completion (pretrain, eval); a failure carries its log tail.
+// `poll` (may be empty) is called every 100 ms while it runs.
 absl::Status RunToCompletion(const std::vector<std::string>& argv, const std::string& log,
-                             const std::string& name, const std::atomic<bool>* stop) {
+                             const std::string& name, const std::atomic<bool>* stop,
+                             const std::function<void()>& poll = nullptr) {
   ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, log, name));
   while (true) {
+    if (poll) poll();
     if (auto code = child.Poll()) {
       if (*code == 0) return absl::OkStatus();
       return absl::InternalError(absl::StrCat(name, " failed (", DescribeExit(*code),
@@ -96,6 +101,12 @@ class Supervisor {
   // Adds a reaped child's usage to its role's totals ("learner" / "actors").
   void Account(const std::string& role, const ChildProcess& child);
   void Print(const std::string& line, bool transient);
+  // Where the evaluating child (rlvr eval, learner rank 0) says how far it is.
+  std::string ProgressPath() const { return run_dir_ + "/progress.txt"; }
+  // "evaluating: base policy, greedy, held-out prompts 40/200 (12 s)", or "".
+  std::string EvalProgress() const;
+  // Shows EvalProgress() as the live line (every 0.5 s at most).
+  void ShowChildProgress(absl::Time since);
   absl::Status Finish(RunSummary* summary, const std::vector<UpdateRecord>& history);
 
   const RunnerOptions& options_;
@@ -115,7 +126,28 @@ class Supervisor {
   };
   std::map<std::string, RoleUsage> usage_;
   bool transient_shown_ = false;
+  absl::Time last_child_progress_ = absl::InfinitePast();
+  absl::Time last_child_progress_logged_ = absl::InfinitePast();
 };
+
+std::string Supervisor::EvalProgress() const {
+  std::optional<Progress> p = ReadProgressFile(ProgressPath());
+  if (!p) return "";
+  return absl::StrFormat("evaluating: %s %d/%d", p->what, p->done, p->total);
+}
+
+void Supervisor::ShowChildProgress(absl::Time since) {
+  if (absl::Now() - last_child_progress_ < absl::Milliseconds(500)) return;
+  last_child_progress_ = absl::Now();
+  const std::string line = EvalProgress();
+  if (line.empty()) return;
+  // Logs (no live line) get one every 10 s.
+  if (!options_.live_progress && absl::Now() - last_child_progress_logged_ < absl::Seconds(10)) {
+    return;
+  }
+  last_child_progress_logged_ = absl::Now();
+  Print(absl::StrFormat("%s (%.0f s)", line, SecondsSince(since)), options_.live_progress);
+}
 
 void Supervisor::Print(const std::string& line, bool transient) {
   if (options_.live_progress && transient) {
@@ -148,12 +180,36 @@ absl::Status Supervisor::PrepareBase() {
                                     Log("pretrain"), "pretrain", options_.stop_requested));
     Print(absl::StrFormat("pretraining done in %.0f s", SecondsSince(t0)), false);
   }
+  // The base policy's evaluation, sized by eval.base_prompts and
+  // eval.base_pass_k (0 prompts: none).
   std::string base_eval = run_dir_ + "/base_eval.json";
-  if (!fs::exists(base_eval)) {
-    std::vector<std::string> argv = {options_.binary, "eval",   "--config",
-                                     config_path_,    "--json", base_eval};
+  const int prompts = BaseEvalPrompts(config_.eval);
+  const int k = BaseEvalPassK(config_.eval);
+  if (!fs::exists(base_eval) && prompts > 0) {
+    std::vector<std::string> argv = {options_.binary,
+                                     "eval",
+                                     "--config",
+                                     config_path_,
+                                     "--json",
+                                     base_eval,
+                                     "--prompts",
+                                     absl::StrCat(prompts),
+                                     "--k",
+                                     absl::StrCat(k),
+                                     "--progress_file",
+                                     ProgressPath(),
+                                     "--progress_label",
+                                     "base policy"};
     if (!hf) argv.insert(argv.end(), {"--weights", base});
-    RETURN_IF_ERROR(RunToCompletion(argv, Log("base_eval"), "base eval", options_.stop_requested));
+    Print(absl::StrCat("evaluating the base policy on ", prompts, " held-out prompts (greedy",
+                       k > 0 ? absl::StrCat(" + pass@", k) : "",
+                       "; eval.base_prompts, eval.base_pass_k)"),
+          false);
+    const absl::Time t0 = absl::Now();
+    RETURN_IF_ERROR(RunToCompletion(argv, Log("base_eval"), "base eval", options_.stop_requested,
+                                    [&] { ShowChildProgress(t0); }));
+  } else if (prompts == 0) {
+    Print("base policy not evaluated (eval.base_prompts: 0)", false);
   }
   return absl::OkStatus();
 }
@@ -175,9 +231,9 @@ absl::Status Supervisor::StartLearners() {
     }
     if (rank == 0) {
       argv.insert(argv.end(),
-                  {"--address", "127.0.0.1:0", "--port_file", run_dir_ + "/learner.port",
-                   "--metrics_jsonl", run_dir_ + "/metrics.jsonl", "--ledger",
-                   run_dir_ + "/ledger.jsonl", "--metrics_port", "0"});
+                  {"--address", "127.0.0.1:0", "--progress_file", ProgressPath(), "--port_file",
+                   run_dir_ + "/learner.port", "--metrics_jsonl", run_dir_ + "/metrics.jsonl",
+                   "--ledger", run_dir_ + "/ledger.jsonl", "--metrics_port", "0"});
     }
     std::string name = world > 1 ? absl::StrCat("learner-", rank) : "learner";
     ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(argv, Log(name), name, learner_cpus_));
@@ -352,6 +408,7 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
                      " learner rank(s), ", config_.run.total_updates, " updates)"),
         false);
 
+  fs::remove(ProgressPath());  // A killed child's.
   RETURN_IF_ERROR(PrepareBase());
   if (auto base = ReadEvalAccuracy(run_dir_ + "/base_eval.json"); base.ok()) {
     Print(absl::StrFormat("base policy held-out greedy accuracy: %.1f%%", 100 * *base), false);
@@ -436,14 +493,20 @@ absl::StatusOr<RunSummary> Supervisor::Run() {
       break;
     }
     for (auto& r : tail.ReadNew()) history.push_back(r);
+    // While rank 0 evaluates held-out prompts (eval.every, the last
+    // update), the line says so and how far it is.
     if (options_.live_progress) {
       if (SecondsSince(last_print) > 0.5) {
-        Print(ProgressLine(history, config_.run.total_updates, SecondsSince(t0)), true);
+        std::string line = ProgressLine(history, config_.run.total_updates, SecondsSince(t0));
+        if (const std::string eval = EvalProgress(); !eval.empty()) line += "  | " + eval;
+        Print(line, true);
         last_print = absl::Now();
       }
     } else if (history.size() > printed) {
       printed = history.size();
       Print(ProgressLine(history, config_.run.total_updates, SecondsSince(t0)), false);
+    } else {
+      ShowChildProgress(t0);
     }
     absl::SleepFor(absl::Milliseconds(100));
   }

@@ -19,7 +19,12 @@
 //    cancelled after Welcome; WatchWeights streams cancelled mid-transfer;
 //    tests/interop/streams.js) in rounds: the server's RSS after the last
 //    round stays within a margin of its RSS after round 2 (a leak grows it
-//    every round; a high-water mark does not).
+//    every round; a high-water mark does not);
+//  - a flood of Session streams that never say Hello, from 8 source
+//    addresses of a grpc-js client without credentials, reopened as soon as
+//    they end (tests/interop/flood.js), against max_sessions 6: a real
+//    grpc-js actor (another address) is welcomed and keeps answering leases
+//    while the flood goes on.
 // The grpc-js tests need node and tests/interop's npm packages, which ctest's
 // interop_packages test installs first; without them they skip, saying why.
 #include <grpcpp/grpcpp.h>
@@ -96,7 +101,8 @@ class FrontDoorProcessTest : public ::testing::Test {
     const std::string name = twin ? "twin" : "server";
     std::unique_ptr<Process>& server = twin ? twin_ : server_;
     const fs::path port_file = dir_ / (name + ".port");
-    std::vector<std::string> argv = {RLVR_FRONT_DOOR_SERVER, "--port_file", port_file.string()};
+    std::vector<std::string> argv = {EnvOr("RLVR_FRONT_DOOR_SERVER_BIN", RLVR_FRONT_DOOR_SERVER),
+                                     "--port_file", port_file.string()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     server = std::make_unique<Process>(argv, (dir_ / (name + ".log")).string());
     for (int i = 0; i < 1500; ++i) {
@@ -391,9 +397,12 @@ TEST_F(FrontDoorProcessTest, ForeignClientStreamBurstsDoNotGrowMemory) {
   const fs::path stats = dir_ / "stats.json";
   // 4 weight chunks, so that the watchers are cancelled mid-transfer; a
   // short Hello deadline for the deadline mode.
+  // Every stream comes from 127.0.0.1: the pool of streams awaiting Hello is
+  // opened up to 256 so that the Hello-less modes hold that many at once.
   const int port =
       StartServer({"--stats_file", stats.string(), "--hello_timeout_s", "1", "--weight_bytes",
-                   std::to_string(4 << 20), "--trim_quiet_s", "0.1", "--trim_min_interval_s", "0"});
+                   std::to_string(4 << 20), "--trim_quiet_s", "0.1", "--trim_min_interval_s", "0",
+                   "--max_awaiting_hello", "256", "--max_awaiting_hello_per_peer", "256"});
   ASSERT_GT(port, 0);
   Process driver({node, (interop / "streams.js").string(), "--target",
                   "127.0.0.1:" + std::to_string(port), "--proto_dir", (src / "proto").string(),
@@ -422,6 +431,80 @@ TEST_F(FrontDoorProcessTest, ForeignClientStreamBurstsDoNotGrowMemory) {
   EXPECT_LE(after.back(), start + 10.0) << "the server kept the bursts' memory: " << summary.dump();
   EXPECT_GT(*std::max_element(peak.begin(), peak.end()), start + 5.0)
       << "the bursts did not reach the server: " << summary.dump();
+}
+
+// A Hello-less flood from a foreign client: Hello-less streams from 8
+// addresses (20 each, reopened as soon as the server ends them) against a
+// learner with max_sessions 6, then a real actor from 127.0.0.1. With streams
+// awaiting Hello counted against max_sessions, 6 of them locked every actor
+// out (RESOURCE_EXHAUSTED); now they wait in their own pool, bounded per
+// address, and the actor is welcomed and answers leases while the flood
+// goes on. RLVR_FRONT_DOOR_SERVER_BIN runs another server binary (to show
+// the old one failing).
+TEST_F(FrontDoorProcessTest, HelloLessFloodFromAForeignClientNeverRefusesARealActor) {
+  const fs::path src = EnvOr("RLVR_SOURCE_DIR", RLVR_SOURCE_DIR_DEFAULT);
+  const fs::path interop = src / "tests" / "interop";
+  std::string node;
+  if (const std::string why = NodeOrWhyNot(interop, &node); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const int port = StartServer({"--max_sessions", "6", "--hello_timeout_s", "60"});
+  ASSERT_GT(port, 0);
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+  std::string addresses;
+  for (int i = 2; i < 10; ++i) addresses += (i > 2 ? "," : "") + ("127.0.0." + std::to_string(i));
+  Process flood(
+      {node, (interop / "flood.js").string(), "--target", target, "--proto_dir",
+       (src / "proto").string(), "--addresses", addresses, "--per_address", "20", "--run_s", "60"},
+      (dir_ / "flood.log").string());
+  // The flood is on once its streams have reached the server and settled:
+  // the refused ones ended, the rest held.
+  static const std::regex line_re(R"(\{"flood":true.*\})");
+  auto last_flood = [&]() -> nlohmann::json {
+    const std::string log = flood.Log();
+    nlohmann::json last;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re);
+         it != std::sregex_iterator(); ++it) {
+      last = nlohmann::json::parse(it->str());
+    }
+    return last;
+  };
+  nlohmann::json state;
+  for (int i = 0; i < 300; ++i) {
+    state = last_flood();
+    if (!state.is_null() && state["t_s"].get<double>() >= 3 && state["opened"].get<int>() >= 160) {
+      break;
+    }
+    ASSERT_EQ(flood.Wait(0), -1) << "flood.js exited:\n" << flood.Log();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(state.is_null()) << flood.Log();
+  ASSERT_GE(state["held"].get<int>(), 6)
+      << "the flood holds fewer streams than max_sessions: " << state.dump();
+  Process actor({node, (interop / "actor.js").string(), "--target", target, "--proto_dir",
+                 (src / "proto").string(), "--capacity", "2", "--gen_ms", "10", "--id", "real"},
+                (dir_ / "actor.log").string());
+  static const std::regex answered_re("answered ([0-9]+)");
+  int answered = 0;
+  for (int i = 0; i < 400 && answered < 20; ++i) {
+    const std::string log = actor.Log();
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), answered_re);
+         it != std::sregex_iterator(); ++it) {
+      answered = std::max(answered, std::stoi((*it)[1].str()));
+    }
+    if (actor.Wait(0) >= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const nlohmann::json during = last_flood();
+  std::printf("FLOOD %s | real actor answered %d leases\n", during.dump().c_str(), answered);
+  std::fflush(stdout);
+  EXPECT_EQ(actor.Wait(0), -1) << "the real actor's session was refused or ended:\n" << actor.Log();
+  EXPECT_GE(answered, 20) << "the real actor did not get to work:\n" << actor.Log();
+  EXPECT_EQ(flood.Wait(0), -1) << "the flood stopped early:\n" << flood.Log();
+  actor.Signal(SIGKILL);
+  flood.Signal(SIGKILL);
+  const std::string log = StopServer();
+  std::printf("%s\n", log.c_str());
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 //                          [--lease_timeout_s S] [--auth_token T]
 //                          [--min_client_ping_interval_ms MS] [--accept_compressed]
 //                          [--max_policy_lag 1] [--groups_per_update 4] [--update_ms 0]
-//                          [--log_updates] [--max_sessions N] [--stats_file F]
+//                          [--log_updates] [--max_sessions N] [--max_awaiting_hello N]
+//                          [--max_awaiting_hello_per_peer N] [--stats_file F]
 //                          [--glibc_defaults] [--trim_min_ended N] [--trim_quiet_s S]
 //                          [--trim_min_interval_s S]
 // Runs until SIGTERM/SIGINT. Like `rlvr learner`, it applies the learner's
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
   int update_ms = 0;
   bool log_updates = false;
   int max_sessions = rlvr::LearnerConfig().max_sessions;
+  int max_awaiting_hello = rlvr::LearnerConfig().max_awaiting_hello;
+  int max_awaiting_hello_per_peer = rlvr::LearnerConfig().max_awaiting_hello_per_peer;
   std::string stats_file;
   bool glibc_defaults = false;
   rlvr::BurstTrimSchedule::Options trim;
@@ -121,8 +124,11 @@ int main(int argc, char** argv) {
   flags.Bool("log_updates", &log_updates, "Print 'update V T_MS' per update.");
   flags.Bool("accept_compressed", &accept_compressed,
              "Enable gzip/deflate (measurement aid: the server before issue 19).");
-  flags.Int("max_sessions", &max_sessions,
-            "Sessions open or awaiting Hello (learner.max_sessions).");
+  flags.Int("max_sessions", &max_sessions, "Sessions that said Hello (learner.max_sessions).");
+  flags.Int("max_awaiting_hello", &max_awaiting_hello,
+            "Streams awaiting Hello, in all (learner.max_awaiting_hello).");
+  flags.Int("max_awaiting_hello_per_peer", &max_awaiting_hello_per_peer,
+            "Streams awaiting Hello per peer address (learner.max_awaiting_hello_per_peer).");
   flags.String("stats_file", &stats_file, "SIGUSR1/SIGUSR2 write memory figures here.");
   flags.Bool("glibc_defaults", &glibc_defaults,
              "Leave glibc's allocator defaults (measurement aid: no memory policy).");
@@ -163,6 +169,8 @@ int main(int argc, char** argv) {
   const rlvr::TokenChecker* auth = checker.enabled() ? &checker : nullptr;
   rlvr::learner::SessionServiceOptions so;
   so.hello_timeout_s = hello_timeout_s;
+  so.max_awaiting_hello = max_awaiting_hello;
+  so.max_awaiting_hello_per_peer = max_awaiting_hello_per_peer;
   trim.quiet = absl::Seconds(trim_quiet_s);
   trim.min_interval = absl::Seconds(trim_min_interval_s);
   rlvr::MemoryReleaser releaser(trim);  // As the learner: both services report ended streams.
