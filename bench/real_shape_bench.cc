@@ -33,12 +33,14 @@
 //                         [--sections matmul,copy,train,decode,logprobs]
 //                         [--json FILE] [--vocab V]
 // (--vocab: 151936 by default; smaller only to rehearse the bench quickly.)
+#include <ATen/record_function.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -184,6 +186,36 @@ std::string Member(const char* name, double value) {
   return out.str();
 }
 
+// Counts, while alive, the ATen calls made directly by code on any thread
+// (calls nested inside another ATen call are not counted; autograd's
+// backward calls, made on its own thread, are). On CUDA nearly every such
+// call launches at least one kernel, so this is the launch count a piece of
+// work costs the host, whatever the device's speed.
+class AtenCallCounter {
+ public:
+  AtenCallCounter() {
+    calls_ = 0;
+    handle_ = at::addGlobalCallback(
+        at::RecordFunctionCallback(&Start, &End).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~AtenCallCounter() { at::removeCallback(handle_); }
+  AtenCallCounter(const AtenCallCounter&) = delete;
+  AtenCallCounter& operator=(const AtenCallCounter&) = delete;
+  // Calls since construction or the last Take().
+  long Take() { return calls_.exchange(0); }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> Start(const at::RecordFunction&) {
+    if (depth_++ == 0) ++calls_;
+    return nullptr;
+  }
+  static void End(const at::RecordFunction&, at::ObserverContext*) { --depth_; }
+
+  static inline std::atomic<long> calls_{0};
+  static inline thread_local int depth_ = 0;
+  at::CallbackHandle handle_;
+};
+
 // The matmul rate (FLOP/s) of torch::mm on n x n operands in the run's dtype
 // on the run's device: 3 warm-up products, then products for >= min_s (at
 // least 10 on CUDA), the device synchronised around them.
@@ -260,6 +292,21 @@ int RunTrain(const Args& a) {
   for (int i = 0; i < a.steps; ++i) step();
   Sync(a);
   const double s = Seconds(t0) / a.steps;
+  // One more step, untimed, counting the ATen calls of each phase.
+  long fwd_bwd = 0, clip = 0, optim = 0;
+  {
+    AtenCallCounter counter;
+    adam.zero_grad();
+    auto lp = rlvr::policy::ComputeCompletionLogProbs(model, pp, cp, /*with_entropy=*/true);
+    (-lp.logprobs.sum() / lp.mask.sum()).backward();
+    Sync(a);
+    fwd_bwd = counter.Take();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    clip = counter.Take();
+    adam.step();
+    Sync(a);
+    optim = counter.Take();
+  }
   const double tokens = static_cast<double>(a.batch) * a.seq;
   const double trained = static_cast<double>(a.batch) * completion;
   const double d = c.d_model;
@@ -282,12 +329,18 @@ int RunTrain(const Args& a) {
       "  warm-up step %.2f s; step %.3f s (mean of %d): %.1f tokens/s, %.1f GFLOP/s = "
       "%.1f%% of the measured matmul rate\n",
       warm, s, a.steps, tokens / s, achieved / 1e9, 100.0 * achieved / a.matmul_flops);
+  std::printf(
+      "  ATen calls per step (each ~a kernel launch on CUDA): forward + backward %ld, "
+      "clip_grad_norm_ %ld, AdamW %ld (%zu parameters)\n",
+      fwd_bwd, clip, optim, model->parameters().size());
   std::fflush(stdout);
   Record(a, "\"section\": \"train\", " + Member("batch", a.batch) + ", " + Member("seq", a.seq) +
                 ", " + Member("prompt", a.prompt) + ", " + Member("steps", a.steps) + ", " +
                 Member("warmup_s", warm) + ", " + Member("step_s", s) + ", " +
                 Member("tokens_per_s", tokens / s) + ", " + Member("model_flops_per_s", achieved) +
-                ", " + Member("matmul_fraction", achieved / a.matmul_flops));
+                ", " + Member("matmul_fraction", achieved / a.matmul_flops) + ", " +
+                Member("aten_calls_forward_backward", fwd_bwd) + ", " +
+                Member("aten_calls_clip", clip) + ", " + Member("aten_calls_adamw", optim));
   return 0;
 }
 
@@ -351,6 +404,15 @@ int RunDecode(const Args& a) {
     rlvr::policy::SamplingOptions options;
     options.max_new_tokens = 2;
     rlvr::policy::Generate(model, prompts, seeds, options);  // Warm-up.
+    // ATen calls per decode step: 2 steps against 6 (the difference is 4).
+    long calls[2];
+    for (int i = 0; i < 2; ++i) {
+      options.max_new_tokens = i == 0 ? 2 : 6;
+      AtenCallCounter counter;
+      rlvr::policy::Generate(model, prompts, seeds, options);
+      calls[i] = counter.Take();
+    }
+    const double calls_per_step = (calls[1] - calls[0]) / 4.0;
     options.max_new_tokens = a.decode_tokens;  // No stop tokens: every row runs to the cap.
     Sync(a);
     auto t0 = Clock::now();
@@ -378,6 +440,8 @@ int RunDecode(const Args& a) {
         "  the model alone (prefill + greedy steps, device argmax, ids to the host each step): "
         "%.2f s = %.1f tokens/s; Generate spends %.0f%% of its time outside the model\n",
         model_s, model_tokens_per_s, 100.0 * std::max(0.0, 1.0 - model_s / s));
+    std::printf("  ATen calls per decode step (each ~a kernel launch on CUDA): %.0f\n",
+                calls_per_step);
     std::fflush(stdout);
     Record(a, "\"section\": \"decode\", " + Member("batch", batch) + ", " +
                   Member("prompt", a.prompt) + ", " + Member("new_tokens", a.decode_tokens) + ", " +
@@ -388,7 +452,8 @@ int RunDecode(const Args& a) {
                   Member("bandwidth_limit_tokens_per_s", limit_steps * batch) + ", " +
                   Member("bandwidth_fraction", steps_per_s / limit_steps) + ", " +
                   Member("model_only_seconds", model_s) + ", " +
-                  Member("model_only_tokens_per_s", model_tokens_per_s));
+                  Member("model_only_tokens_per_s", model_tokens_per_s) + ", " +
+                  Member("aten_calls_per_step", calls_per_step));
   }
   return 0;
 }
