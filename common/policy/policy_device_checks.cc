@@ -26,6 +26,10 @@ std::vector<DeviceCase> FixtureCases(const std::string& device) {
   return out;
 }
 
+void PrintTo(const DeviceCase& c, std::ostream* os) {
+  *os << c.device << (c.fixture.empty() ? "" : "/") << c.fixture;
+}
+
 std::string CaseName(const ::testing::TestParamInfo<DeviceCase>& info) {
   return info.param.fixture.empty() ? "default" : info.param.fixture;
 }

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct DeviceCase {
   std::string device;
   std::string fixture;  // Empty for the tests that take no fixture.
 };
+
+// "cuda:0/qwen2_f32_tied" in gtest's messages and test lists.
+void PrintTo(const DeviceCase& c, std::ostream* os);
 
 // Every fixture on `device`.
 std::vector<DeviceCase> FixtureCases(const std::string& device);
