@@ -35,7 +35,7 @@ def main():
         raise SystemExit(__doc__)
     build, out = sys.argv[1:]
     env = dict(os.environ, RLVR_CHECK_DEVICE="cpu", RLVR_CHECK_SKIP="ctest_gpu",
-               RLVR_CHECK_PYTHON=sys.executable)
+               RLVR_CHECK_PYTHON=sys.executable, RLVR_CHECK_BUDGET_S="560")
     p = subprocess.run(["bash", os.path.join(HERE, "run-checks"), build, out], env=env)
     with open(os.path.join(out, "report.md")) as f:
         markdown = f.read()

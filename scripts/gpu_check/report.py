@@ -248,6 +248,15 @@ def markdown(report):
                      f"{fmt((hf.get('matmul_flops_per_s') or 0) / 1e12 or None, 4)} TFLOP/s")
     if "copy" in rl:
         lines.append(f"- copy rate (read + written): {rl['copy']['bytes_per_s'] / 1e9:.4g} GB/s")
+    train, calls = rl.get("train", {}), [d.get("aten_calls_per_step") for k, d in rl.items()
+                                            if k.startswith("decode")]
+    calls = [c for c in calls if c is not None]
+    if calls or "aten_calls_adamw" in train:
+        lines.append("- ATen calls (each about a kernel launch on CUDA): per decode step "
+                     f"{fmt(calls[0] if calls else None, 5)}; per training step forward + "
+                     f"backward {fmt(train.get('aten_calls_forward_backward'), 6)}, "
+                     f"clip_grad_norm_ {fmt(train.get('aten_calls_clip'), 6)}, "
+                     f"AdamW {fmt(train.get('aten_calls_adamw'), 6)}")
     lines += ["", "| work | rlvr | transformers | rlvr / transformers |", "|---|---|---|---|"]
     if "train" in rl:
         t = rl["train"]
@@ -288,7 +297,12 @@ def main():
     for name in ORDER:
         st = status(out, name)
         if os.path.exists(os.path.join(out, "results", name + ".skip")):
-            checks.append({"name": name, "verdict": "skipped", "reason": "not run (RLVR_CHECK_SKIP)"})
+            checks.append({"name": name, "verdict": "skipped",
+                           "reason": "not run (RLVR_CHECK_SKIP)"})
+            continue
+        if os.path.exists(os.path.join(out, "results", name + ".nobudget")):
+            checks.append({"name": name, "verdict": "fail",
+                           "reason": "not started: the run's time budget was spent"})
             continue
         if name == "ctest_gpu":
             c = ctest_check(out, st)
