@@ -18,10 +18,15 @@ torch::Tensor Row(const std::vector<int>& ids) {
 }
 
 // Log-softmax over the last dimension in float32 on the model's device (as
-// rlvr's score and log-prob paths widen reduced-precision logits), returned
-// on the CPU in float64 for indexing.
-torch::Tensor HostLogSoftmax(const torch::Tensor& logits) {
-  return torch::log_softmax(logits.to(torch::kFloat32), -1).to(torch::kCPU, torch::kFloat64);
+// rlvr's score and log-prob paths widen reduced-precision logits).
+torch::Tensor LogSoftmax(const torch::Tensor& logits) {
+  return torch::log_softmax(logits.to(torch::kFloat32), -1);
+}
+
+// logp [N, V] at (row n, ids[n]) for each row, on the CPU in float64.
+torch::Tensor Picked(const torch::Tensor& logp, const std::vector<int64_t>& ids) {
+  torch::Tensor index = torch::tensor(ids, torch::kInt64).to(logp.device()).unsqueeze(1);
+  return logp.gather(1, index).squeeze(1).to(torch::kCPU, torch::kFloat64);
 }
 
 }  // namespace
@@ -56,14 +61,19 @@ FixtureDiff SingleSequenceDiff(Transformer& model, const std::vector<ExpectedSeq
   FixtureDiff diff;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const ExpectedSequence& seq = seqs[s];
-    torch::Tensor logp = HostLogSoftmax(model->forward(Row(seq.ids)))[0];
-    torch::Tensor argmax = logp.argmax(-1);
-    auto lp = logp.accessor<double, 2>();
+    const torch::Tensor logp = LogSoftmax(model->forward(Row(seq.ids)))[0];  // [L, V]
+    const int64_t n = static_cast<int64_t>(seq.ids.size());
+    const torch::Tensor argmax = logp.argmax(-1).cpu();
     auto am = argmax.accessor<int64_t, 1>();
-    for (size_t i = 0; i + 1 < seq.ids.size(); ++i) {
-      diff.max_abs = std::max(diff.max_abs, std::abs(lp[i][seq.ids[i + 1]] - seq.logprobs[i]));
+    if (n > 1) {
+      const torch::Tensor picked = Picked(logp.narrow(0, 0, n - 1),
+                                          std::vector<int64_t>(seq.ids.begin() + 1, seq.ids.end()));
+      auto lp = picked.accessor<double, 1>();
+      for (int64_t i = 0; i + 1 < n; ++i) {
+        diff.max_abs = std::max(diff.max_abs, std::abs(lp[i] - seq.logprobs[i]));
+      }
     }
-    for (size_t i = 0; i < seq.ids.size(); ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       if (greedy_margin < 0 || seq.margin[i] <= greedy_margin) continue;
       ++diff.greedy_checked;
       if (am[i] != seq.greedy[i]) {
@@ -137,20 +147,29 @@ double DecodeDiff(Transformer& model, const std::vector<ExpectedSequence>& seqs)
                              .select(1, max_prompt - 1);
   double worst = 0;
   for (int64_t step = 0;; ++step) {
-    torch::Tensor logp = HostLogSoftmax(logits);
-    auto lp = logp.accessor<double, 2>();
+    // Row r predicts ids[i + 1] from position i = prompt_len[r] - 1 + step.
+    std::vector<int64_t> target(b, 0);
     bool any = false;
+    for (int64_t r = 0; r < b; ++r) {
+      const int64_t i = prompt_len[r] - 1 + step;
+      if (i + 1 < total_len[r]) {
+        target[r] = seqs[r].ids[i + 1];
+        any = true;
+      }
+    }
+    if (!any) break;
+    const torch::Tensor picked = Picked(LogSoftmax(logits), target);
+    auto lp = picked.accessor<double, 1>();
     torch::Tensor next = torch::zeros({b, 1}, torch::kInt64);
     torch::Tensor pos = torch::zeros({b, 1}, torch::kInt64);
     for (int64_t r = 0; r < b; ++r) {
-      const int64_t i = prompt_len[r] - 1 + step;  // Position whose successor is predicted.
+      const int64_t i = prompt_len[r] - 1 + step;
       if (i + 1 >= total_len[r]) continue;
-      worst = std::max(worst, std::abs(lp[r][seqs[r].ids[i + 1]] - seqs[r].logprobs[i]));
-      next[r][0] = seqs[r].ids[i + 1];
+      worst = std::max(worst, std::abs(lp[r] - seqs[r].logprobs[i]));
+      next[r][0] = target[r];
       pos[r][0] = i + 1;
-      any = true;
     }
-    if (!any || step + 1 > max_rest) break;
+    if (step + 1 > max_rest) break;
     logits = model->ForwardWithPositions(next, pos, torch::Tensor(), &cache).select(1, 0);
   }
   return worst;

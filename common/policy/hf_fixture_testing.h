@@ -3,8 +3,9 @@
 // log-probs, and the three ways the tests compare a loaded model with them
 // (one sequence at a time through forward(), one right-padded batch through
 // ComputeCompletionLogProbs, left-padded KV-cache decoding as Generate does).
-// The model may live on any device and compute in any dtype: its outputs are
-// brought to the CPU in float64 before they are compared.
+// The model may live on any device and compute in any dtype: log-softmax
+// runs in float32 on its device (as rlvr's own paths widen reduced-precision
+// logits), and only the compared values come to the CPU.
 #ifndef RLVR_COMMON_POLICY_HF_FIXTURE_TESTING_H_
 #define RLVR_COMMON_POLICY_HF_FIXTURE_TESTING_H_
 
