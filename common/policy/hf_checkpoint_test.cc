@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "common/policy/hf_config.h"
-#include "common/policy/logprobs.h"
+#include "common/policy/hf_fixture_testing.h"
 #include "common/policy/sampler.h"
 #include "common/safetensors/safetensors.h"
 
@@ -43,140 +43,20 @@ void WriteText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-std::string FixtureDir(const std::string& name) {
-  const char* src = std::getenv("RLVR_SOURCE_DIR");
-  return std::string(src != nullptr ? src : ".") + "/tests/data/hf/" + name;
-}
-
-struct Sequence {
-  std::vector<int> ids;
-  std::vector<double> logprobs;  // logprobs[i] = log p(ids[i+1] | ids[..i]).
-  std::vector<int> greedy;
-  std::vector<double> margin;
-};
-
-std::vector<Sequence> ReadExpected(const std::string& dir) {
-  Json j = Json::parse(ReadText(dir + "/expected.json"));
-  std::vector<Sequence> out;
-  for (const Json& s : j["sequences"]) {
-    out.push_back({s["ids"].get<std::vector<int>>(), s["logprobs"].get<std::vector<double>>(),
-                   s["greedy"].get<std::vector<int>>(),
-                   s["greedy_margin"].get<std::vector<double>>()});
-  }
-  return out;
-}
+std::string FixtureDir(const std::string& name) { return hf_fixtures::HfFixtureDir(name); }
 
 torch::Tensor Row(const std::vector<int>& ids) {
   return torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kInt64).unsqueeze(0);
 }
 
-// Max |log-prob - reference| of each sequence run alone through forward();
-// checks the greedy argmax where the reference's top-2 margin is > 1e-3.
-double SingleSequenceDiff(Transformer& model, const std::vector<Sequence>& seqs,
-                          bool check_greedy = true) {
-  torch::NoGradGuard no_grad;
-  double worst = 0;
-  for (const Sequence& s : seqs) {
-    torch::Tensor logp = torch::log_softmax(model->forward(Row(s.ids)), -1)[0];
-    torch::Tensor argmax = logp.argmax(-1);
-    for (size_t i = 0; i + 1 < s.ids.size(); ++i) {
-      worst = std::max(worst, std::abs(logp[i][s.ids[i + 1]].item<double>() - s.logprobs[i]));
-    }
-    for (size_t i = 0; i < s.ids.size(); ++i) {
-      if (check_greedy && s.margin[i] > 1e-3) {
-        EXPECT_EQ(argmax[i].item<int64_t>(), s.greedy[i]) << "position " << i;
-      }
-    }
-  }
-  return worst;
-}
-
-// All sequences as one right-padded batch of (prompt, completion) rows of
-// unequal lengths through ComputeCompletionLogProbs.
-double BatchDiff(Transformer& model, const std::vector<Sequence>& seqs) {
-  torch::NoGradGuard no_grad;
-  std::vector<std::vector<int>> prompts, completions;
-  for (size_t r = 0; r < seqs.size(); ++r) {
-    const auto& ids = seqs[r].ids;
-    const size_t p = r % 2 == 0 ? 1 : ids.size() / 2;  // Prompt lengths differ too.
-    prompts.emplace_back(ids.begin(), ids.begin() + p);
-    completions.emplace_back(ids.begin() + p, ids.end());
-  }
-  std::vector<const std::vector<int>*> pp, cp;
-  for (size_t r = 0; r < seqs.size(); ++r) {
-    pp.push_back(&prompts[r]);
-    cp.push_back(&completions[r]);
-  }
-  CompletionLogProbs out = ComputeCompletionLogProbs(model, pp, cp, /*with_entropy=*/false);
-  double worst = 0;
-  for (size_t r = 0; r < seqs.size(); ++r) {
-    const size_t p = prompts[r].size();
-    for (size_t t = 0; t < completions[r].size(); ++t) {
-      worst = std::max(worst,
-                       std::abs(out.logprobs[r][t].item<double>() - seqs[r].logprobs[p - 1 + t]));
-    }
-  }
-  return worst;
-}
-
-// Left-padded batch decoding with a KV cache (as Generate does): prefill a
-// prompt of a different length per row, then feed the rest one token per
-// step; the log-prob of each next token is compared with the reference.
-double DecodeDiff(Transformer& model, const std::vector<Sequence>& seqs) {
-  torch::NoGradGuard no_grad;
-  const int64_t b = static_cast<int64_t>(seqs.size());
-  std::vector<int64_t> prompt_len, total_len;
-  int64_t max_prompt = 0, max_rest = 0;
-  for (int64_t r = 0; r < b; ++r) {
-    const int64_t n = static_cast<int64_t>(seqs[r].ids.size());
-    prompt_len.push_back(std::max<int64_t>(1, n / 3 + r));
-    total_len.push_back(n);
-    max_prompt = std::max(max_prompt, prompt_len[r]);
-    max_rest = std::max(max_rest, n - prompt_len[r]);
-  }
-  torch::Tensor tokens = torch::zeros({b, max_prompt}, torch::kInt64);
-  torch::Tensor positions = torch::zeros({b, max_prompt}, torch::kInt64);
-  KvCache cache = model->NewCache(b, max_prompt + max_rest);
-  for (int64_t r = 0; r < b; ++r) {
-    const int64_t pad = max_prompt - prompt_len[r];
-    for (int64_t j = 0; j < max_prompt; ++j) {
-      if (j < pad) {
-        cache.key_bias[r][0][0][j] = -1e9;
-      } else {
-        tokens[r][j] = seqs[r].ids[j - pad];
-        positions[r][j] = j - pad;
-      }
-    }
-  }
-  cache.has_key_bias = true;
-  torch::Tensor logits = model->ForwardWithPositions(tokens, positions, torch::Tensor(), &cache)
-                             .select(1, max_prompt - 1);
-  double worst = 0;
-  for (int64_t step = 0;; ++step) {
-    torch::Tensor logp = torch::log_softmax(logits.to(torch::kFloat32), -1);
-    bool any = false;
-    torch::Tensor next = torch::zeros({b, 1}, torch::kInt64);
-    torch::Tensor pos = torch::zeros({b, 1}, torch::kInt64);
-    for (int64_t r = 0; r < b; ++r) {
-      const int64_t i = prompt_len[r] - 1 + step;  // Position whose successor is predicted.
-      if (i + 1 >= total_len[r]) continue;
-      worst = std::max(worst,
-                       std::abs(logp[r][seqs[r].ids[i + 1]].item<double>() - seqs[r].logprobs[i]));
-      next[r][0] = seqs[r].ids[i + 1];
-      pos[r][0] = i + 1;
-      any = true;
-    }
-    if (!any || step + 1 > max_rest) break;
-    logits = model->ForwardWithPositions(next, pos, torch::Tensor(), &cache).select(1, 0);
-  }
-  return worst;
-}
+// Greedy argmax is checked where the reference's top-2 margin is > 1e-3.
+constexpr double kGreedyMargin = 1e-3;
 
 class HfFixtureTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(HfFixtureTest, LogProbsMatchTheIndependentReference) {
   const std::string dir = FixtureDir(GetParam());
-  const std::vector<Sequence> seqs = ReadExpected(dir);
+  const std::vector<hf_fixtures::ExpectedSequence> seqs = hf_fixtures::ReadHfExpected(dir);
   ASSERT_FALSE(seqs.empty());
   // Default RoPE table, then one of 16 rows so that later positions take the
   // computed-angle path.
@@ -185,14 +65,17 @@ TEST_P(HfFixtureTest, LogProbsMatchTheIndependentReference) {
     options.max_seq_len = max_seq_len;
     auto model = LoadHfModel(dir, options);
     ASSERT_TRUE(model.ok()) << model.status();
-    const double single = SingleSequenceDiff(*model, seqs);
-    const double batch = BatchDiff(*model, seqs);
-    const double decode = DecodeDiff(*model, seqs);
+    const hf_fixtures::FixtureDiff single =
+        hf_fixtures::SingleSequenceDiff(*model, seqs, kGreedyMargin);
+    const double batch = hf_fixtures::BatchDiff(*model, seqs);
+    const double decode = hf_fixtures::DecodeDiff(*model, seqs);
     std::cout << "[hf-fixture] " << GetParam() << " rope_rows="
               << (max_seq_len == 0 ? std::string("default") : std::to_string(max_seq_len))
-              << " max|logp - ref| single=" << single << " batch=" << batch
+              << " max|logp - ref| single=" << single.max_abs << " batch=" << batch
               << " kv_decode=" << decode << "\n";
-    EXPECT_LT(single, kTolerance);
+    EXPECT_LT(single.max_abs, kTolerance);
+    EXPECT_GT(single.greedy_checked, 0);
+    EXPECT_EQ(single.greedy_mismatches, 0) << single.first_mismatch;
     EXPECT_LT(batch, kTolerance);
     EXPECT_LT(decode, kTolerance);
   }
@@ -224,7 +107,7 @@ TEST_P(HfFixtureTest, GenerateWithCacheMatchesWithoutAndExportRoundTrips) {
     auto again = LoadHfModel(out, {});
     ASSERT_TRUE(again.ok()) << again.status();
     torch::NoGradGuard no_grad;
-    torch::Tensor t = Row(ReadExpected(dir)[2].ids);
+    torch::Tensor t = Row(hf_fixtures::ReadHfExpected(dir)[2].ids);
     EXPECT_TRUE(torch::equal((*model)->forward(t), (*again)->forward(t)));
     Json written = Json::parse(ReadText(out + "/config.json"));
     EXPECT_EQ(written["bos_token_id"], Json::parse(info->config_json)["bos_token_id"]);
@@ -233,10 +116,7 @@ TEST_P(HfFixtureTest, GenerateWithCacheMatchesWithoutAndExportRoundTrips) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, HfFixtureTest,
-                         testing::Values("qwen2_f32_tied", "qwen3_f32_tied",
-                                         "qwen3_bf16_untied_sharded", "llama_f32_tied_rope_llama3",
-                                         "llama_bf16_untied_bias"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfFixtureTest, testing::ValuesIn(hf_fixtures::HfFixtureNames()));
 
 TEST(HfCheckpointTest, FixtureConfigsReadAsTheirArchitectures) {
   auto q2 = ReadHfModelConfig(FixtureDir("qwen2_f32_tied"));
@@ -272,7 +152,9 @@ TEST(HfCheckpointTest, Llama3RopeScalingChangesTheResult) {
   c.rope_scaling.clear();
   Transformer plain(c, c.vocab_size, /*init_seed=*/std::nullopt);
   ASSERT_TRUE(LoadHfWeights(dir, plain).ok());
-  const double diff = SingleSequenceDiff(plain, ReadExpected(dir), /*check_greedy=*/false);
+  const double diff =
+      hf_fixtures::SingleSequenceDiff(plain, hf_fixtures::ReadHfExpected(dir), /*greedy_margin=*/-1)
+          .max_abs;
   EXPECT_GT(diff, 1e-2);
 }
 

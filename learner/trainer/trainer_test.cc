@@ -267,38 +267,6 @@ TEST(Trainer, CudaDeviceWithoutCudaFailsNamingTheKey) {
   }
 }
 
-// The CUDA path (skips without CUDA; NOT run when this was written: no GPU
-// was available). A learner on cuda with bfloat16 compute trains float32
-// master weights on the device; its checkpoint is in the CPU format (a CPU
-// trainer resumes it to the same parameters) and a CUDA trainer resumes a
-// checkpoint and keeps training (AdamW state moved to the device).
-TEST(Trainer, CudaDeviceTrainsAndCheckpointsInCpuFormat) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "LibTorch without CUDA";
-  TrainerOptions o = SmallOptions();
-  o.learner.device = "cuda";
-  o.checkpoint_dir = FreshDir("cuda");
-  auto gpu = MakeTrainer(o);
-  ASSERT_NE(gpu, nullptr);
-  for (const auto& p : gpu->model()->parameters()) {
-    EXPECT_TRUE(p.is_cuda());
-    EXPECT_EQ(p.scalar_type(), torch::kFloat32);
-  }
-  auto r = gpu->RunUpdate(MakeGroups(6, 40), false);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(std::isfinite(r->diagnostics.loss()));
-  ASSERT_TRUE(gpu->SaveCheckpoint("s").ok());
-  TrainerOptions cpu_options = o;
-  cpu_options.learner.device = "cpu";
-  auto cpu = MakeTrainer(cpu_options);
-  ASSERT_TRUE(cpu->Resume().ok());
-  EXPECT_TRUE(torch::equal(FlatParams(cpu->model()), FlatParams(gpu->model()).cpu()));
-  auto resumed = MakeTrainer(o);
-  ASSERT_TRUE(resumed->Resume().ok());
-  auto next = resumed->RunUpdate(MakeGroups(6, 41), false);
-  ASSERT_TRUE(next.ok()) << next.status();
-  EXPECT_TRUE(std::isfinite(next->diagnostics.loss()));
-}
-
 TEST(Trainer, TwoGlooRanksMatchOneRank) {
   const std::vector<std::vector<Group>> updates = {MakeGroups(9, 1), MakeGroups(7, 2),
                                                    MakeGroups(8, 3)};
