@@ -1,6 +1,6 @@
 # Every third-party dependency is found here, once.
 find_package(Threads REQUIRED)
-find_package(Torch REQUIRED)
+include(${CMAKE_CURRENT_LIST_DIR}/Torch.cmake)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
@@ -12,24 +12,21 @@ find_package(ZLIB REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark QUIET)
 
-# LibTorch's exported flags carry the ABI define; keep them but never its
-# warnings settings on our code.
-separate_arguments(RLVR_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-
 # --- CUDA toolkit and NCCL -------------------------------------------------
 # Debian's LibTorch is CPU-only; the project's own NCCL communicator is
 # written against nccl.h and the CUDA runtime directly, so it compiles and
 # links wherever the toolkit is present, and is selected at run time.
 set(RLVR_HAVE_NCCL OFF)
+set(RLVR_NCCL_ROOT "" CACHE PATH "NCCL (include/nccl.h, lib/libnccl.so*) when not in the CUDA toolkit")
 if(NOT RLVR_WITH_CUDA STREQUAL "OFF")
   if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
   find_package(CUDAToolkit QUIET)
   find_path(RLVR_NCCL_INCLUDE_DIR nccl.h
-            HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/include)
-  find_library(RLVR_NCCL_LIBRARY nccl
-               HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu)
+            HINTS ${RLVR_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/include)
+  find_library(RLVR_NCCL_LIBRARY NAMES nccl libnccl.so.2
+               HINTS ${RLVR_NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu)
   if(CUDAToolkit_FOUND AND RLVR_NCCL_INCLUDE_DIR AND RLVR_NCCL_LIBRARY)
     set(RLVR_HAVE_NCCL ON)
     add_library(rlvr_nccl_deps INTERFACE)
