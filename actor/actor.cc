@@ -28,22 +28,46 @@ namespace {
 // and the thread that waits on it need to wind down.
 constexpr absl::Duration kJoinGrace = absl::Seconds(2);
 
-LeaseBookOptions BookOptions(const ActorOptions& options, int vocab_size) {
+LeaseBookOptions BookOptions(const ActorOptions& options, int vocab_size,
+                             const policy::Engine* engine) {
   LeaseBookOptions o;
   o.capacity = options.actor.max_batch_prompts;
   o.stale_lease_wait = absl::Seconds(options.stale_lease_wait_s);
-  o.validate = [vocab_size,
-                max_seq_len = options.model.max_seq_len](const rlvr::v1::WorkLease& lease) {
-    return ValidateLease(lease, vocab_size, max_seq_len);
+  o.validate = [vocab_size, max_seq_len = options.model.max_seq_len,
+                engine](const rlvr::v1::WorkLease& lease) -> absl::Status {
+    RETURN_IF_ERROR(ValidateLease(lease, vocab_size, max_seq_len));
+    // A row the KV pool cannot hold even alone (only with a kv_cache_tokens
+    // the config check would refuse for this max_seq_len) goes back at once.
+    if (engine != nullptr &&
+        !engine->RowFits(lease.prompt_token_ids_size(), lease.sampling().max_new_tokens())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("prompt (", lease.prompt_token_ids_size(), ") + max_new_tokens (",
+                       lease.sampling().max_new_tokens(), ") does not fit actor.kv_cache_tokens (",
+                       engine->options().kv_cache_tokens, ")"));
+    }
+    return absl::OkStatus();
   };
   return o;
 }
 
 }  // namespace
 
+policy::EngineOptions EngineOptionsFor(const ActorOptions& options) {
+  policy::EngineOptions o;
+  o.max_rows = options.actor.max_batch_rows;
+  o.block_tokens = options.actor.kv_block_tokens;
+  o.kv_cache_tokens = options.actor.kv_cache_tokens > 0
+                          ? options.actor.kv_cache_tokens
+                          : int64_t{options.actor.max_batch_rows} * options.model.max_seq_len;
+  return o;
+}
+
+namespace {}  // namespace
+
 ActorImpl::ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
                      std::unique_ptr<Tokenizer> tokenizer, int vocab_size,
-                     std::unique_ptr<Task> task, const policy::Placement& placement)
+                     std::unique_ptr<Task> task, const policy::Placement& placement,
+                     std::unique_ptr<policy::Engine> engine)
     : options_(options),
       registry_(registry ? std::move(registry) : std::make_shared<prometheus::Registry>()),
       metrics_(*registry_),
@@ -53,10 +77,16 @@ ActorImpl::ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Re
       placement_(placement),
       capacity_(options.actor.max_batch_prompts),
       group_pool_(static_cast<size_t>(2 * capacity_ + 16)),
-      book_(BookOptions(options, vocab_size_)),
+      engine_(std::move(engine)),
+      book_(BookOptions(options, vocab_size_, engine_.get())),
       rng_(options.random_seed != 0 ? options.random_seed : std::random_device{}()) {
   absl::MutexLock lock(&mu_);
   incarnation_ = absl::StrCat(absl::Hex(rng_(), absl::kZeroPad16));
+  if (engine_ != nullptr) {
+    engine_noted_ = engine_->stats();
+    stats_.kv_cache_bytes = engine_noted_.kv_blocks * engine_noted_.kv_block_bytes;
+    metrics_.kv_cache_capacity_bytes.Set(static_cast<double>(stats_.kv_cache_bytes));
+  }
 }
 
 ActorImpl::~ActorImpl() {
@@ -143,6 +173,20 @@ void ActorImpl::SendGiveBackLocked(const GiveBack& give_back) {
 }
 
 void ActorImpl::UpdateLeaseGaugeLocked() { metrics_.leases_in_flight.Set(book_.held()); }
+
+void ActorImpl::SendGroupsLocked(std::vector<rlvr::v1::RolloutGroup> groups) {
+  if (outbox_ == nullptr || groups.empty()) return;
+  // As few messages as the learner's Welcome allows (one RolloutBatch,
+  // answered by one AckBatch).
+  for (rlvr::v1::ActorMessage& msg :
+       PackGroups(std::move(groups), session_batches_, session_max_message_bytes_)) {
+    const int n = msg.has_group_batch() ? msg.group_batch().groups_size() : 1;
+    if (outbox_->Push(std::move(msg))) {
+      stats_.groups_sent += n;
+      metrics_.groups_sent.Increment(n);
+    }
+  }
+}
 
 void ActorImpl::UpdateHealth() {
   absl::MutexLock health_lock(&health_mu_);
@@ -241,6 +285,10 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   if (options.actor.max_batch_prompts < 1) {
     return absl::InvalidArgumentError("actor: max_batch_prompts must be >= 1");
   }
+  if (options.actor.engine != "continuous" && options.actor.engine != "static") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "actor: engine must be continuous or static, not '", options.actor.engine, "'"));
+  }
   if (options.actor_id.empty() || options.actor_id.size() > 128) {
     return absl::InvalidArgumentError("actor: actor_id must be 1..128 bytes");
   }
@@ -259,9 +307,28 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   task_options.load_prompts = false;  // The actor only verifies.
   ASSIGN_OR_RETURN(std::unique_ptr<Task> task,
                    MakeTask(options.task, *resolved.tokenizer, task_options));
+  // The continuous engine's KV pool is allocated here, once: a size the
+  // device cannot hold fails the start, naming it.
+  std::unique_ptr<policy::Engine> engine;
+  if (options.actor.engine == "continuous") {
+    const policy::EngineOptions engine_options = EngineOptionsFor(resolved_options);
+    absl::StatusOr<std::unique_ptr<policy::Engine>> made = policy::Engine::Create(
+        engine_options, resolved_options.model, resolved.vocab_size, placement);
+    if (!made.ok()) {
+      return absl::Status(
+          made.status().code(),
+          absl::StrCat("actor.kv_cache_tokens / actor.max_batch_rows: ", made.status().message()));
+    }
+    engine = *std::move(made);
+    const policy::EngineStats es = engine->stats();
+    LOG(INFO) << "actor engine: continuous batching, " << engine_options.max_rows
+              << " row slots, KV pool of " << es.kv_blocks * es.kv_block_tokens << " positions ("
+              << es.kv_blocks << " blocks of " << es.kv_block_tokens << ", "
+              << (es.kv_blocks * es.kv_block_bytes) / (1 << 20) << " MiB)";
+  }
   return std::unique_ptr<Actor>(new ActorImpl(resolved_options, std::move(registry),
                                               std::move(resolved.tokenizer), resolved.vocab_size,
-                                              std::move(task), placement));
+                                              std::move(task), placement, std::move(engine)));
 }
 
 }  // namespace rlvr::actor

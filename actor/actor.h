@@ -12,10 +12,14 @@
 //  - one WeightService.WatchWeights stream (its own thread and channel) that
 //    receives every newer policy version as raw chunks, checks chunk and blob
 //    CRC-32s, offsets and size, loads the blob into a fresh model and stages it;
-//  - one generation thread that swaps in staged weights only between batches,
-//    gathers up to `capacity` leases, runs one policy::Generate call for the
-//    whole batch, verifies, and queues the batch's groups (never waiting on
-//    the network).
+//  - one generation thread that runs the continuous-batching engine
+//    (policy::Engine, actor.engine = continuous): leases enter as row slots
+//    free up, each group's prompt is computed once, and a group is verified
+//    and queued as soon as its rows finish; staged weights are swapped in
+//    when no group is in flight (the engine stops admitting new leases while
+//    a newer version waits). With actor.engine = static it gathers up to
+//    `capacity` leases, runs one policy::Generate call for the whole batch
+//    and queues the batch's groups. Either way it never waits on the network.
 //
 // Guarantees: never more than `capacity` leases held (excess or invalid leases
 // are returned at once with ReturnLeases; a lease that needs newer weights
@@ -93,10 +97,20 @@ struct ActorStats {
   uint64_t groups_sent = 0;
   uint64_t groups_accepted = 0;  // Acks with accepted = true.
   uint64_t groups_rejected = 0;  // Acks with accepted = false.
-  uint64_t batches = 0;          // Generation batches completed.
+  uint64_t batches = 0;          // Static batches, or engine steps, completed.
   int64_t tokens_generated = 0;  // Completion tokens sampled.
-  double generate_seconds = 0;   // Wall time inside policy::Generate.
+  double generate_seconds = 0;   // Wall time inside policy::Generate or engine steps.
   int max_leases_held = 0;       // High-water mark of leases held at once.
+  // What generation computed (both engines; see docs/actor.md, Observability).
+  double prefill_seconds = 0;            // Prompt passes.
+  double decode_seconds = 0;             // One-token passes.
+  int64_t row_steps = 0;                 // Useful row-steps: rows still generating, decoded.
+  int64_t slot_steps = 0;                // Slots per decode pass (static: the batch's rows).
+  int64_t prefill_tokens = 0;            // Prompt positions computed.
+  int64_t prefill_tokens_reused = 0;     // Prompt positions taken from a group's one prefill.
+  int64_t kv_preemptions = 0;            // Rows preempted for want of KV blocks.
+  int64_t kv_cache_bytes = 0;            // The engine's KV pool (static: the last batch's cache).
+  int64_t kv_cache_peak_used_bytes = 0;  // High-water mark of the pool in use.
 };
 
 class Actor {

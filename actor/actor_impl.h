@@ -9,7 +9,10 @@
 //   session_loop.cc     the session thread (connect, Hello/Welcome, read) and
 //                       its per-session writer thread
 //   weight_loop.cc      the weight thread (WatchWeights, load, stage)
-//   generation_loop.cc  the generation thread (swap, batch, generate, send)
+//   generation_loop.cc  the generation thread, static batching (swap, batch,
+//                       generate, send)
+//   engine_loop.cc      the generation thread, continuous batching (swap when
+//                       idle, leases into the engine, step, send each group)
 //
 // Lock order: health_mu_ -> mu_. Nothing blocks on the network or runs model
 // code while holding mu_ (Outbox::Push never blocks).
@@ -36,6 +39,7 @@
 #include "actor/lease_book.h"
 #include "actor/model_slots.h"
 #include "actor/outbox.h"
+#include "common/policy/engine.h"
 #include "common/policy/model.h"
 #include "common/policy/placement.h"
 #include "common/tasks/task.h"
@@ -44,11 +48,16 @@
 
 namespace rlvr::actor {
 
+// The engine options of `options` (actor.max_batch_rows, kv_cache_tokens
+// with its default resolved against model.max_seq_len, kv_block_tokens).
+policy::EngineOptions EngineOptionsFor(const ActorOptions& options);
+
 class ActorImpl final : public Actor {
  public:
+  // `engine`: the continuous-batching engine (null for actor.engine = static).
   ActorImpl(const ActorOptions& options, std::shared_ptr<prometheus::Registry> registry,
             std::unique_ptr<Tokenizer> tokenizer, int vocab_size, std::unique_ptr<Task> task,
-            const policy::Placement& placement);
+            const policy::Placement& placement, std::unique_ptr<policy::Engine> engine);
   ~ActorImpl() override;
 
   absl::Status Start() override;
@@ -76,10 +85,22 @@ class ActorImpl final : public Actor {
   // models are made). May throw c10::Error.
   policy::Transformer NewModel() const;
 
-  // generation_loop.cc. The generation thread: between batches swaps staged
-  // weights in, takes a batch from the book, generates it without the lock
-  // and queues its groups; sets gen_done_ when it ends.
+  // generation_loop.cc. The generation thread: StaticGenerationLoop or
+  // ContinuousGenerationLoop (engine_loop.cc); sets gen_done_ when it ends.
   void GenerationLoop();
+  // Between batches swaps staged weights in, takes a batch from the book,
+  // generates it without the lock and queues its groups.
+  void StaticGenerationLoop();
+  // engine_loop.cc. Swaps staged weights in while the engine holds no group;
+  // otherwise moves leases from the book into the engine as it has room,
+  // runs engine steps without the lock and queues each finished group.
+  void ContinuousGenerationLoop();
+  // Queues the groups of `groups` (of leases the book said to submit) on the
+  // open session, as few messages as its Welcome allows.
+  void SendGroupsLocked(std::vector<rlvr::v1::RolloutGroup> groups)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes the engine's (or a static batch's) figures: stats_ and metrics.
+  void NoteEngineStatsLocked(const policy::EngineStats& now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // actor.cc.
   // Queues a ReturnLeases for `give_back` on the open session (if any ids).
@@ -104,6 +125,11 @@ class ActorImpl final : public Actor {
   std::string incarnation_;
   // Sent groups, handed back by the session writer for generation to fill.
   GroupPool group_pool_;
+  // The continuous-batching engine (its KV pool allocated in Create); null
+  // for static batching. Used only by the generation thread.
+  const std::unique_ptr<policy::Engine> engine_;
+  // The engine's figures when they were last published (NoteEngineStatsLocked).
+  policy::EngineStats engine_noted_ ABSL_GUARDED_BY(mu_);
 
   // Set in Start(), before the threads; read-only after.
   std::shared_ptr<grpc::Channel> session_channel_;

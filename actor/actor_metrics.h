@@ -26,6 +26,18 @@ struct ActorMetrics {
   prometheus::Gauge& reward_mean;
   prometheus::Gauge& leases_in_flight;
   prometheus::Gauge& session_up;
+  // Generation (both engines; docs/actor.md, Observability).
+  prometheus::Counter& slot_steps;
+  prometheus::Counter& row_steps;
+  prometheus::Gauge& rows_running;
+  prometheus::Gauge& rows_waiting;
+  prometheus::Gauge& kv_cache_used_bytes;
+  prometheus::Gauge& kv_cache_capacity_bytes;
+  prometheus::Counter& kv_cache_preemptions;
+  prometheus::Counter& prefill_seconds;
+  prometheus::Counter& decode_seconds;
+  prometheus::Counter& prefill_tokens;
+  prometheus::Counter& prefill_tokens_reused;
 };
 
 }  // namespace rlvr::actor

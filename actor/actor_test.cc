@@ -533,6 +533,86 @@ TEST_F(ActorTest, CudaDeviceWithoutCudaFailsAtCreate) {
   EXPECT_NE(actor.status().message().find("actor.device"), std::string::npos) << actor.status();
 }
 
+// The two engines, and the continuous one with a KV pool that holds two
+// rows at a time (admission waits, rows are preempted), send the same
+// groups for the same leases: every prompt's completions token for token,
+// behaviour log-probs equal to the training forward's. Fewer slots than
+// rows held: the engine refills them as rows finish.
+TEST_F(ActorTest, ContinuousAndStaticEnginesSendTheSameGroups) {
+  constexpr int kPrompts = 10, kG = 3;
+  policy::Transformer model = MakeModel(71);
+  std::vector<std::map<std::string, std::vector<std::vector<int>>>> runs;
+  for (int run = 0; run < 3; ++run) {
+    registry_ = std::make_shared<prometheus::Registry>();
+    StartLearner(LearnerOptions(kPrompts, kG));
+    ActorOptions o = MakeActorOptions(/*capacity=*/4);
+    o.actor.engine = run == 1 ? "static" : "continuous";
+    o.actor.max_batch_rows = 5;
+    if (run == 2) {
+      o.actor.kv_block_tokens = 4;
+      o.actor.kv_cache_tokens = 40;  // 10 blocks; a row alone needs up to ~6.
+    }
+    StartActor(o);
+    learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+    ASSERT_TRUE(learner_->WaitForGroups(kPrompts, kWaitS)) << "run " << run;
+    std::map<std::string, std::vector<std::vector<int>>> groups;
+    for (const auto& r : learner_->accepted()) {
+      for (const auto& c : r.group.completions()) {
+        groups[r.group.prompt_id()].emplace_back(c.token_ids().begin(), c.token_ids().end());
+      }
+    }
+    ExpectGroupsMatch(learner_->accepted(), model);
+    EXPECT_EQ(learner_->stats().unknown_lease_groups, 0);
+    const ActorStats st = actor_->stats();
+    std::cout << "run " << run << " (" << o.actor.engine << "): " << st.batches
+              << " steps/batches, row-steps " << st.row_steps << " of " << st.slot_steps
+              << " slot-steps, prefill positions " << st.prefill_tokens << " (+"
+              << st.prefill_tokens_reused << " reused), preemptions " << st.kv_preemptions
+              << ", peak KV " << st.kv_cache_peak_used_bytes << " of " << st.kv_cache_bytes
+              << " bytes\n";
+    EXPECT_GT(st.row_steps, 0);
+    EXPECT_LE(st.row_steps, st.slot_steps);
+    EXPECT_GT(st.prefill_tokens, 0);
+    if (run != 1) {
+      EXPECT_GT(st.prefill_tokens_reused, 0);  // One prefill per group.
+      EXPECT_LE(st.kv_cache_peak_used_bytes, st.kv_cache_bytes);
+      EXPECT_GT(MetricValue(*registry_, "rlvr_actor_slot_steps_total"), 0);
+      EXPECT_GT(MetricValue(*registry_, "rlvr_actor_kv_cache_capacity_bytes"), 0);
+      EXPECT_GT(MetricValue(*registry_, "rlvr_actor_prefill_seconds_total"), 0);
+      EXPECT_GT(MetricValue(*registry_, "rlvr_actor_decode_seconds_total"), 0);
+      EXPECT_EQ(MetricValue(*registry_, "rlvr_actor_rows_running"), 0);
+    }
+    runs.push_back(std::move(groups));
+    EXPECT_TRUE(actor_->Shutdown());
+    actor_.reset();
+    learner_.reset();
+  }
+  ASSERT_EQ(runs[0].size(), static_cast<size_t>(kPrompts));
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
+// A lease whose one row cannot fit the engine's KV pool even alone is
+// returned at once with the reason (the config check refuses such a pool
+// for model.max_seq_len, so only a mis-configured actor sees it); nothing is
+// generated and the actor keeps serving.
+TEST_F(ActorTest, ALeaseLargerThanTheKvPoolIsReturned) {
+  StartLearner(LearnerOptions(/*prompts=*/4, 2));
+  policy::Transformer model = MakeModel(81);
+  learner_->PublishWeights(1, policy::SerializeWeights(model, 1));
+  ActorOptions o = MakeActorOptions(/*capacity=*/2);
+  o.actor.kv_block_tokens = 4;
+  o.actor.kv_cache_tokens = 12;  // 3 blocks: no prompt + 6 tokens fits.
+  StartActor(o);
+  // Both leases the learner granted (it grants again only after groups).
+  ASSERT_TRUE(WaitUntil([&] { return learner_->stats().leases_returned >= 2; }));
+  EXPECT_TRUE(learner_->accepted().empty());
+  EXPECT_EQ(actor_->stats().leases_returned, 2u);
+  EXPECT_EQ(actor_->stats().groups_sent, 0u);
+  EXPECT_TRUE(WaitUntil([&] { return actor_->serving(); }));
+  EXPECT_TRUE(actor_->Shutdown());
+}
+
 TEST_F(ActorTest, ShutdownWithoutALearnerIsPrompt) {
   // Learner address that refuses connections: start one and stop it again.
   StartLearner(LearnerOptions(4, 2));

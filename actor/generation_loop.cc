@@ -1,4 +1,6 @@
-// The generation thread of ActorImpl (actor/actor_impl.h).
+// The generation thread of ActorImpl (actor/actor_impl.h): the static
+// batching loop (actor.engine = static; engine_loop.cc has the continuous
+// one).
 //
 // Contract: until Shutdown begins, waits for something to do (a lease ready,
 // one to give back, weights staged), swaps staged weights in between batches
@@ -20,6 +22,17 @@
 namespace rlvr::actor {
 
 void ActorImpl::GenerationLoop() {
+  if (engine_ != nullptr) {
+    ContinuousGenerationLoop();
+  } else {
+    StaticGenerationLoop();
+  }
+  absl::MutexLock lock(&mu_);
+  gen_done_ = true;
+  done_cv_.SignalAll();
+}
+
+void ActorImpl::StaticGenerationLoop() {
   torch::NoGradGuard no_grad;
   while (true) {
     LeaseBook::Take take;
@@ -81,6 +94,21 @@ void ActorImpl::GenerationLoop() {
         ++stats_.batches;
         stats_.tokens_generated += result->tokens;
         stats_.generate_seconds += result->generate_seconds;
+        // A static batch in the engine's terms: every row of the batch is a
+        // slot of every decode step.
+        const policy::GenerateStats& g = result->generate;
+        policy::EngineStats now = engine_noted_;
+        now.prefill_seconds += g.prefill_seconds;
+        now.decode_seconds += g.decode_seconds;
+        now.row_steps += g.useful_row_steps;
+        now.slot_steps += g.row_steps;
+        now.prefill_tokens += g.prefill_tokens;
+        NoteEngineStatsLocked(now);
+        // The batch's cache, allocated for it and freed after it.
+        stats_.kv_cache_bytes = g.kv_cache_bytes;
+        stats_.kv_cache_peak_used_bytes =
+            std::max(stats_.kv_cache_peak_used_bytes, g.kv_cache_bytes);
+        metrics_.kv_cache_capacity_bytes.Set(static_cast<double>(g.kv_cache_bytes));
       }
       if (finish.kind == LeaseBook::Finish::kGiveBack) SendGiveBackLocked(finish.give_back);
       if (finish.kind == LeaseBook::Finish::kSubmit && !finish.revoked.empty()) {
@@ -90,18 +118,9 @@ void ActorImpl::GenerationLoop() {
                  finish.revoked.end();
         });
       }
-      if (finish.kind == LeaseBook::Finish::kSubmit && outbox_ != nullptr &&
-          !result->groups.empty()) {
-        // The batch's groups finish together: as few messages as the
-        // learner's Welcome allows (one RolloutBatch, answered by one AckBatch).
-        for (rlvr::v1::ActorMessage& msg :
-             PackGroups(std::move(result->groups), session_batches_, session_max_message_bytes_)) {
-          const int n = msg.has_group_batch() ? msg.group_batch().groups_size() : 1;
-          if (outbox_->Push(std::move(msg))) {
-            stats_.groups_sent += n;
-            metrics_.groups_sent.Increment(n);
-          }
-        }
+      if (finish.kind == LeaseBook::Finish::kSubmit) {
+        // The batch's groups finish together.
+        SendGroupsLocked(std::move(result->groups));
       }
       UpdateLeaseGaugeLocked();
       done_cv_.SignalAll();
@@ -114,9 +133,6 @@ void ActorImpl::GenerationLoop() {
       }
     }
   }
-  absl::MutexLock lock(&mu_);
-  gen_done_ = true;
-  done_cv_.SignalAll();
 }
 
 }  // namespace rlvr::actor

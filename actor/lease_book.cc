@@ -80,7 +80,11 @@ bool LeaseBook::Actionable(uint64_t version, absl::Time now) const {
 }
 
 LeaseBook::Take LeaseBook::TakeBatch(uint64_t version, absl::Time now) {
-  CHECK(!generating_) << "LeaseBook::TakeBatch with a batch in generation";
+  CHECK(generating_.empty()) << "LeaseBook::TakeBatch with a batch in generation";
+  return TakeLeases(version, now, options_.capacity);
+}
+
+LeaseBook::Take LeaseBook::TakeLeases(uint64_t version, absl::Time now, int max_leases) {
   Take take;
   GiveBack stale{{}, "weights for min_policy_version did not arrive"};
   GiveBack expired{{}, "lease deadline passed"};
@@ -89,9 +93,9 @@ LeaseBook::Take LeaseBook::TakeBatch(uint64_t version, absl::Time now) {
     const uint64_t id = q.lease.lease_id();
     switch (FateOf(q, version, now)) {
       case Fate::kReady:
-        if (static_cast<int>(take.batch.size()) < options_.capacity) {
+        if (static_cast<int>(take.batch.size()) < max_leases) {
           state_[id] = State::kGenerating;
-          batch_ids_.push_back(id);
+          generating_.push_back(Generating{id, session_});
           take.batch.push_back(std::move(q.lease));
         } else {
           keep.push_back(std::move(q));
@@ -116,31 +120,27 @@ LeaseBook::Take LeaseBook::TakeBatch(uint64_t version, absl::Time now) {
     counters_.given_back += g->lease_ids.size();
     take.give_back.push_back(std::move(*g));
   }
-  if (!take.batch.empty()) {
-    generating_ = true;
-    batch_session_ = session_;
-    batch_abandoned_ = false;
-    batch_revoked_.clear();
-  }
   return take;
 }
 
 LeaseBook::Finish LeaseBook::FinishBatch(bool ok) {
-  CHECK(generating_) << "LeaseBook::FinishBatch without a batch in generation";
-  generating_ = false;
+  CHECK(!generating_.empty()) << "LeaseBook::FinishBatch without a batch in generation";
+  // The leases of a batch share its session and are abandoned together.
+  const uint64_t batch_session = generating_.front().session;
+  const bool abandoned = generating_.front().abandoned;
   Finish finish;
-  std::vector<uint64_t> ids = std::move(batch_ids_);
-  batch_ids_.clear();
   // Revoked leases ended already; the rest of the batch ends here.
-  std::erase_if(ids, [this](uint64_t id) {
-    return std::find(batch_revoked_.begin(), batch_revoked_.end(), id) != batch_revoked_.end();
-  });
-  finish.revoked = std::move(batch_revoked_);
-  batch_revoked_.clear();
-  if (batch_abandoned_) {
+  std::vector<uint64_t> ids;
+  for (const Generating& g : generating_) {
+    if (!g.revoked) ids.push_back(g.id);
+  }
+  generating_.clear();
+  finish.revoked = std::move(revoked_generating_);
+  revoked_generating_.clear();
+  if (abandoned) {
     finish.kind = Finish::kAbandoned;
     finish.revoked.clear();
-  } else if (!open_ || batch_session_ != session_) {
+  } else if (!open_ || batch_session != session_) {
     finish.kind = Finish::kDropped;
     counters_.dropped += ids.size();
     finish.revoked.clear();
@@ -158,6 +158,43 @@ LeaseBook::Finish LeaseBook::FinishBatch(bool ok) {
   return finish;
 }
 
+LeaseBook::Finish LeaseBook::FinishLease(uint64_t lease_id, bool ok) {
+  auto it = std::find_if(generating_.begin(), generating_.end(),
+                         [lease_id](const Generating& g) { return g.id == lease_id; });
+  CHECK(it != generating_.end()) << "LeaseBook::FinishLease of lease " << lease_id
+                                 << " not in generation";
+  const Generating g = *it;
+  generating_.erase(it);
+  std::erase(revoked_generating_, lease_id);
+  Finish finish;
+  if (g.revoked) {
+    finish.kind = Finish::kRevoked;  // Counted at Revoke.
+  } else if (g.abandoned) {
+    finish.kind = Finish::kAbandoned;  // Given back at shutdown.
+  } else if (!open_ || g.session != session_) {
+    finish.kind = Finish::kDropped;
+    ++counters_.dropped;
+  } else if (ok) {
+    finish.kind = Finish::kSubmit;
+    state_[lease_id] = State::kAwaitingAck;
+    ++counters_.submitted;
+  } else {
+    finish.kind = Finish::kGiveBack;
+    state_.erase(lease_id);
+    ++counters_.given_back;
+    finish.give_back = GiveBack{{lease_id}, "generation error"};
+  }
+  return finish;
+}
+
+std::vector<uint64_t> LeaseBook::Unwanted() const {
+  std::vector<uint64_t> out;
+  for (const Generating& g : generating_) {
+    if (!Live(g)) out.push_back(g.id);
+  }
+  return out;
+}
+
 int LeaseBook::Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids) {
   if (!open_ || session != session_) return 0;
   int revoked = 0;
@@ -167,7 +204,10 @@ int LeaseBook::Revoke(uint64_t session, const std::vector<uint64_t>& lease_ids) 
     if (it->second == State::kQueued) {
       std::erase_if(queued_, [id](const Queued& q) { return q.lease.lease_id() == id; });
     } else {
-      batch_revoked_.push_back(id);
+      for (Generating& g : generating_) {
+        if (g.id == id) g.revoked = true;
+      }
+      revoked_generating_.push_back(id);
     }
     state_.erase(it);
     ++revoked;
@@ -190,12 +230,11 @@ bool LeaseBook::Ack(uint64_t lease_id) {
 GiveBack LeaseBook::GiveBackUnfinished(bool abandon_batch) {
   GiveBack out{{}, "sigterm"};
   if (!open_) return out;
-  if (abandon_batch && generating_ && batch_session_ == session_ && !batch_abandoned_) {
-    batch_abandoned_ = true;
-    for (uint64_t id : batch_ids_) {
-      if (std::find(batch_revoked_.begin(), batch_revoked_.end(), id) == batch_revoked_.end()) {
-        out.lease_ids.push_back(id);
-      }
+  if (abandon_batch) {
+    for (Generating& g : generating_) {
+      if (g.session != session_ || g.abandoned) continue;
+      g.abandoned = true;
+      if (!g.revoked) out.lease_ids.push_back(g.id);
     }
   }
   for (const Queued& q : queued_) out.lease_ids.push_back(q.lease.lease_id());
@@ -207,9 +246,7 @@ GiveBack LeaseBook::GiveBackUnfinished(bool abandon_batch) {
 
 int LeaseBook::held() const {
   int held = static_cast<int>(queued_.size());
-  if (generating_ && open_ && batch_session_ == session_ && !batch_abandoned_) {
-    held += static_cast<int>(batch_ids_.size() - batch_revoked_.size());
-  }
+  for (const Generating& g : generating_) held += Live(g) ? 1 : 0;
   return held;
 }
 

@@ -120,7 +120,8 @@ class LeaseBook {
   // ones are given back; the rest wait. Requires !generating().
   Take TakeBatch(uint64_t version, absl::Time now);
 
-  bool generating() const { return generating_; }
+  // True while some lease is generating (a batch, or leases taken one by one).
+  bool generating() const { return !generating_.empty(); }
 
   struct Finish {
     enum Kind {
@@ -128,14 +129,36 @@ class LeaseBook {
       kGiveBack,   // Generation failed: return `give_back`.
       kDropped,    // Its session broke meanwhile: drop the result.
       kAbandoned,  // Given back already at shutdown: drop the result.
+      kRevoked,    // FinishLease only: the learner revoked it meanwhile; drop the result.
     };
     Kind kind = kSubmit;
     GiveBack give_back;
     // kSubmit: leases of the batch revoked while it ran; leave their groups out.
     std::vector<uint64_t> revoked;
   };
-  // The batch in generation ended (`ok`: its groups exist). Requires generating().
+  // The batch in generation ended (`ok`: its groups exist). Requires
+  // generating() and that the leases generating were taken by TakeBatch.
   Finish FinishBatch(bool ok);
+
+  // ---- Continuous generation: leases enter and leave generation one by one
+  // (the actor's engine, which refills row slots as groups finish). A lease
+  // taken here ends with its own FinishLease; the rules of a batch apply to
+  // each lease alone (FinishBatch of a batch of one).
+
+  // TakeBatch without the one-batch rule: callable while leases generate;
+  // at most `max_leases` (>= 0) ready leases start generating (0: only the
+  // expired and stale ones are given back), and never more than capacity
+  // are held.
+  Take TakeLeases(uint64_t version, absl::Time now, int max_leases);
+  // The generation of `lease_id` (taken by TakeLeases) ended; `ok`: its
+  // group exists. kSubmit (send it; it now awaits an ack), kGiveBack
+  // ("generation error"), kDropped (its session broke), kAbandoned (given
+  // back at shutdown) or kRevoked. Requires the lease generating.
+  Finish FinishLease(uint64_t lease_id, bool ok);
+  // Generating leases whose group can no longer be sent (revoked, abandoned
+  // at shutdown, or of a broken session), in the order they were taken: the
+  // caller stops generating them and calls FinishLease for each.
+  std::vector<uint64_t> Unwanted() const;
 
   // An Ack for `lease_id` arrived on the open session. True if it matched a
   // submitted lease awaiting one (each is matched once).
@@ -166,6 +189,13 @@ class LeaseBook {
 
  private:
   enum class State { kQueued, kGenerating, kAwaitingAck };
+  // A lease in generation: its session, and what happened to it meanwhile.
+  struct Generating {
+    uint64_t id = 0;
+    uint64_t session = 0;
+    bool abandoned = false;
+    bool revoked = false;
+  };
   enum class Fate { kReady, kWait, kExpired, kStale };
   struct Queued {
     rlvr::v1::WorkLease lease;
@@ -182,12 +212,15 @@ class LeaseBook {
   std::deque<Queued> queued_;
   // Every lease of the open session that is queued, generating or awaiting an ack.
   std::unordered_map<uint64_t, State> state_;
-  // The batch in generation: its ids, its session, whether it was given back.
-  bool generating_ = false;
-  std::vector<uint64_t> batch_ids_;
-  uint64_t batch_session_ = 0;
-  bool batch_abandoned_ = false;
-  std::vector<uint64_t> batch_revoked_;  // Ids of the batch revoked meanwhile.
+  // Leases in generation, in the order they were taken (one batch, or
+  // leases taken one by one), and the ids among them revoked meanwhile, in
+  // the order of revocation.
+  std::vector<Generating> generating_;
+  std::vector<uint64_t> revoked_generating_;
+  // A live lease of generating_ (open session, neither abandoned nor revoked).
+  bool Live(const Generating& g) const {
+    return open_ && g.session == session_ && !g.abandoned && !g.revoked;
+  }
   LeaseBookCounters counters_;
 };
 

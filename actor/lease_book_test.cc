@@ -200,6 +200,203 @@ TEST(LeaseBookTest, RevokedLeasesAreNeitherGeneratedNorSubmittedNorReturned) {
   EXPECT_TRUE(book.GiveBackUnfinished(/*abandon_batch=*/true).lease_ids.empty());
 }
 
+// ------------------------------------------------- one lease at a time
+
+TEST(LeaseBookTest, LeasesTakenOneByOneEndOneByOne) {
+  LeaseBook book(Options(3));
+  const uint64_t s = book.OpenSession();
+  for (uint64_t id : {1, 2}) book.Grant(s, MakeLease(id), kT0);
+  LeaseBook::Take take = book.TakeLeases(1, kT0, 1);
+  EXPECT_EQ(Ids(take.batch), (std::vector<uint64_t>{1}));
+  // More can be taken while 1 generates.
+  EXPECT_EQ(book.Grant(s, MakeLease(3), kT0).kind, LeaseBook::Admission::kQueued);
+  EXPECT_EQ(Ids(book.TakeLeases(1, kT0, 5).batch), (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(book.held(), 3);
+  EXPECT_EQ(book.Grant(s, MakeLease(4), kT0).reason, "over capacity");
+  // Each ends on its own.
+  EXPECT_EQ(book.FinishLease(2, true).kind, LeaseBook::Finish::kSubmit);
+  EXPECT_EQ(book.held(), 2);
+  EXPECT_EQ(book.awaiting_ack(), 1);
+  LeaseBook::Finish f = book.FinishLease(1, false);
+  EXPECT_EQ(f.kind, LeaseBook::Finish::kGiveBack);
+  EXPECT_EQ(f.give_back.lease_ids, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(f.give_back.reason, "generation error");
+  EXPECT_TRUE(book.generating());
+  EXPECT_EQ(book.FinishLease(3, true).kind, LeaseBook::Finish::kSubmit);
+  EXPECT_FALSE(book.generating());
+  EXPECT_TRUE(book.Ack(2));
+  EXPECT_TRUE(book.Ack(3));
+  EXPECT_EQ(book.counters().submitted, 2u);
+}
+
+TEST(LeaseBookTest, TakingNoneStillGivesBackExpiredAndStaleLeases) {
+  LeaseBook book(Options(4));
+  const uint64_t s = book.OpenSession();
+  book.Grant(s, MakeLease(1, 0, absl::ToUnixMillis(kT0) + 100), kT0);
+  book.Grant(s, MakeLease(2), kT0);
+  LeaseBook::Take take = book.TakeLeases(1, kT0 + absl::Seconds(1), 0);
+  EXPECT_TRUE(take.batch.empty());
+  ASSERT_EQ(take.give_back.size(), 1u);
+  EXPECT_EQ(take.give_back[0].lease_ids, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(book.queued(), 1);
+}
+
+TEST(LeaseBookTest, UnwantedLeasesAreRevokedAbandonedOrOfADeadSession) {
+  LeaseBook book(Options(4));
+  uint64_t s = book.OpenSession();
+  for (uint64_t id : {1, 2, 3}) book.Grant(s, MakeLease(id), kT0);
+  book.TakeLeases(1, kT0, 3);
+  EXPECT_TRUE(book.Unwanted().empty());
+  EXPECT_EQ(book.Revoke(s, {2}), 1);
+  EXPECT_EQ(book.Unwanted(), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(book.FinishLease(2, true).kind, LeaseBook::Finish::kRevoked);
+  EXPECT_EQ(book.counters().submitted, 0u);
+  // Shutdown past the deadline abandons the rest.
+  GiveBack g = book.GiveBackUnfinished(/*abandon_batch=*/true);
+  EXPECT_EQ(g.lease_ids, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(book.Unwanted(), (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(book.FinishLease(3, true).kind, LeaseBook::Finish::kAbandoned);
+  EXPECT_EQ(book.FinishLease(1, true).kind, LeaseBook::Finish::kAbandoned);
+  EXPECT_EQ(book.held(), 0);
+  // A broken session's generating lease is dropped, never submitted later.
+  book.CloseSession();
+  s = book.OpenSession();
+  book.Grant(s, MakeLease(4), kT0);
+  book.TakeLeases(1, kT0, 1);
+  book.CloseSession();
+  s = book.OpenSession();
+  EXPECT_EQ(book.Unwanted(), (std::vector<uint64_t>{4}));
+  EXPECT_EQ(book.held(), 0);
+  EXPECT_EQ(book.FinishLease(4, true).kind, LeaseBook::Finish::kDropped);
+  EXPECT_FALSE(book.Ack(4));
+}
+
+// Random sequences of the one-by-one API against the ledger invariant:
+// every queued lease ends exactly once (submitted, given back, dropped or
+// revoked), never more than capacity held, no lease of a dead session
+// submitted, and the book's counts agree with the ledger.
+TEST(LeaseBookTest, RandomOneByOneSequencesLoseNothing) {
+  uint64_t base = 20261201;
+  if (const char* env = std::getenv("RLVR_TEST_SEED")) base = std::strtoull(env, nullptr, 10);
+  int submitted_total = 0, unwanted_total = 0;
+  for (int seq = 0; seq < 2000 && !HasFailure(); ++seq) {
+    const uint64_t seed = base + seq;
+    SCOPED_TRACE(absl::StrCat("RLVR_TEST_SEED=", seed));
+    uint64_t x = SplitMix64(seed);
+    auto below = [&](uint64_t n) { return (x = SplitMix64(x)) % n; };
+    const int capacity = 1 + static_cast<int>(below(5));
+    LeaseBook book(Options(capacity));
+    std::map<uint64_t, int> endings;
+    std::map<uint64_t, uint64_t> session_of;
+    std::set<uint64_t> generating;
+    absl::Time now = kT0;
+    uint64_t version = 0, next_id = 1;
+    uint64_t s = book.OpenSession();
+    auto end = [&](const std::vector<uint64_t>& ids) {
+      for (uint64_t id : ids) {
+        ASSERT_EQ(++endings[id], 1) << "lease " << id << " ended twice";
+      }
+    };
+    for (int step = 0; step < 300 && !HasFailure(); ++step) {
+      const int op = static_cast<int>(below(100));
+      if (op < 30) {
+        const uint64_t id = next_id++;
+        rlvr::v1::WorkLease l =
+            MakeLease(id, below(version + 2), below(4) == 0 ? absl::ToUnixMillis(now) + 500 : 0);
+        if (book.Grant(s, l, now).kind == LeaseBook::Admission::kQueued) {
+          endings[id] = 0;
+          session_of[id] = s;
+        }
+      } else if (op < 40) {
+        now += absl::Milliseconds(below(1500));
+      } else if (op < 45) {
+        ++version;
+      } else if (op < 65) {
+        LeaseBook::Take t = book.TakeLeases(version, now, static_cast<int>(below(3)));
+        for (const auto& g : t.give_back) end(g.lease_ids);
+        for (const auto& l : t.batch) {
+          ASSERT_TRUE(generating.insert(l.lease_id()).second);
+          ASSERT_GE(version, l.min_policy_version());
+        }
+      } else if (op < 80 && !generating.empty()) {
+        auto it = generating.begin();
+        std::advance(it, below(generating.size()));
+        const uint64_t id = *it;
+        generating.erase(it);
+        const LeaseBook::Finish f = book.FinishLease(id, below(10) != 0);
+        switch (f.kind) {
+          case LeaseBook::Finish::kSubmit:
+            ASSERT_EQ(session_of[id], s);
+            ASSERT_TRUE(book.session_open());
+            end({id});
+            ++submitted_total;
+            break;
+          case LeaseBook::Finish::kGiveBack:
+            end(f.give_back.lease_ids);
+            break;
+          case LeaseBook::Finish::kDropped:
+            ASSERT_TRUE(!book.session_open() || session_of[id] != s);
+            end({id});
+            break;
+          case LeaseBook::Finish::kAbandoned:
+          case LeaseBook::Finish::kRevoked:
+            break;  // Ended when given back / revoked.
+        }
+      } else if (op < 85) {
+        for (uint64_t id : book.Unwanted()) {
+          ASSERT_TRUE(generating.erase(id));
+          ++unwanted_total;
+          const LeaseBook::Finish f = book.FinishLease(id, true);
+          ASSERT_NE(f.kind, LeaseBook::Finish::kSubmit);
+          if (f.kind == LeaseBook::Finish::kDropped) end({id});
+        }
+      } else if (op < 90) {
+        std::vector<uint64_t> ids;
+        for (uint64_t id : generating) {
+          if (below(3) == 0) ids.push_back(id);
+        }
+        for (const auto& [id, n] : endings) {
+          if (n == 0 && below(5) == 0) ids.push_back(id);
+        }
+        if (below(4) == 0) ids.push_back(next_id + 5);  // Unknown.
+        // Held leases of this session (queued or generating, not ended) are
+        // revoked: they end here.
+        std::vector<uint64_t> want;
+        for (uint64_t id : ids) {
+          if (book.session_open() && endings.count(id) && endings[id] == 0 && session_of[id] == s &&
+              std::count(want.begin(), want.end(), id) == 0) {
+            want.push_back(id);
+          }
+        }
+        ASSERT_EQ(book.Revoke(s, ids), static_cast<int>(want.size()));
+        end(want);
+      } else if (op < 95) {
+        if (book.session_open()) {
+          end(book.CloseSession());
+        } else {
+          s = book.OpenSession();
+        }
+      } else {
+        GiveBack g = book.GiveBackUnfinished(below(2) == 0);
+        end(g.lease_ids);
+      }
+      ASSERT_LE(book.held(), capacity);
+    }
+    if (HasFailure()) break;
+    // Wind down: the session breaks, generation finishes. Every lease ended once.
+    if (book.session_open()) end(book.CloseSession());
+    for (uint64_t id : generating) {
+      const LeaseBook::Finish f = book.FinishLease(id, true);
+      ASSERT_NE(f.kind, LeaseBook::Finish::kSubmit);
+      if (f.kind == LeaseBook::Finish::kDropped) end({id});
+    }
+    for (const auto& [id, n] : endings) ASSERT_EQ(n, 1) << "lease " << id;
+    EXPECT_EQ(book.held(), 0);
+  }
+  EXPECT_GT(submitted_total, 0);
+  EXPECT_GT(unwanted_total, 0);
+}
+
 // ---------------------------------------------------------------- random
 
 // A SplitMix64 stream per seed; each seed starts at a scrambled point, so

@@ -89,6 +89,40 @@ absl::Status ValidateLease(const rlvr::v1::WorkLease& lease, int vocab_size, int
   return absl::OkStatus();
 }
 
+policy::EngineGroup EngineGroupFromLease(const rlvr::v1::WorkLease& lease) {
+  policy::EngineGroup g;
+  g.id = lease.lease_id();
+  g.prompt.assign(lease.prompt_token_ids().begin(), lease.prompt_token_ids().end());
+  g.options = SamplingFromLease(lease.sampling());
+  for (int j = 0; j < lease.group_size(); ++j)
+    g.seeds.push_back(RowSeed(lease.sampling().seed(), j));
+  return g;
+}
+
+void BuildGroup(const rlvr::v1::WorkLease& lease, uint64_t version,
+                absl::Span<const policy::Sample> samples, const Tokenizer& tokenizer,
+                const Task& task, double seconds, rlvr::v1::RolloutGroup* group,
+                GroupTally* tally) {
+  group->set_lease_id(lease.lease_id());
+  group->set_prompt_id(lease.prompt_id());
+  group->set_policy_version(version);
+  for (const policy::Sample& s : samples) {
+    rlvr::v1::Completion* c = group->add_completions();
+    c->mutable_token_ids()->Assign(s.tokens.begin(), s.tokens.end());
+    c->mutable_behaviour_logprobs()->Assign(s.logprobs.begin(), s.logprobs.end());
+    std::vector<int> text_tokens = s.tokens;
+    if (s.stopped && !text_tokens.empty()) text_tokens.pop_back();
+    const Verdict verdict = task.Verify(lease.answer(), tokenizer.Decode(text_tokens));
+    c->set_reward(static_cast<float>(verdict.reward));
+    c->set_verifier_reason(TruncateReason(verdict.reason));
+    c->set_finish_reason(s.stopped ? rlvr::v1::FINISH_REASON_STOP : rlvr::v1::FINISH_REASON_LENGTH);
+    tally->tokens += static_cast<int64_t>(s.tokens.size());
+    tally->reward_sum += verdict.reward;
+    ++tally->completions;
+  }
+  group->set_generation_seconds(seconds);
+}
+
 absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t version,
                                            const Tokenizer& tokenizer, const Task& task,
                                            const std::vector<const rlvr::v1::WorkLease*>& leases,
@@ -123,7 +157,7 @@ absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t 
     std::vector<policy::Sample> samples;
     const auto t_gen = absl::Now();
     try {
-      samples = policy::Generate(model, rows, seeds, options);
+      samples = policy::Generate(model, rows, seeds, options, &result.generate);
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat("generation failed: ", e.what()));
     }
@@ -134,29 +168,17 @@ absl::StatusOr<BatchResult> GenerateGroups(policy::Transformer& model, uint64_t 
     }
 
     size_t row = 0;
+    GroupTally tally;
     for (size_t i : members) {
       const auto& lease = *leases[i];
-      rlvr::v1::RolloutGroup& group = result.groups[i];
-      group.set_lease_id(lease.lease_id());
-      group.set_prompt_id(lease.prompt_id());
-      group.set_policy_version(version);
-      for (int j = 0; j < lease.group_size(); ++j, ++row) {
-        policy::Sample& s = samples[row];
-        rlvr::v1::Completion* c = group.add_completions();
-        c->mutable_token_ids()->Assign(s.tokens.begin(), s.tokens.end());
-        c->mutable_behaviour_logprobs()->Assign(s.logprobs.begin(), s.logprobs.end());
-        std::vector<int> text_tokens = s.tokens;
-        if (s.stopped && !text_tokens.empty()) text_tokens.pop_back();
-        const Verdict verdict = task.Verify(lease.answer(), tokenizer.Decode(text_tokens));
-        c->set_reward(static_cast<float>(verdict.reward));
-        c->set_verifier_reason(TruncateReason(verdict.reason));
-        c->set_finish_reason(s.stopped ? rlvr::v1::FINISH_REASON_STOP
-                                       : rlvr::v1::FINISH_REASON_LENGTH);
-        result.tokens += static_cast<int64_t>(s.tokens.size());
-        result.reward_sum += verdict.reward;
-        ++result.completions;
-      }
+      const absl::Span<const policy::Sample> rows_of_lease(samples.data() + row,
+                                                           lease.group_size());
+      row += lease.group_size();
+      BuildGroup(lease, version, rows_of_lease, tokenizer, task, 0, &result.groups[i], &tally);
     }
+    result.tokens += tally.tokens;
+    result.reward_sum += tally.reward_sum;
+    result.completions += tally.completions;
   }
 
   result.total_seconds = SecondsSince(t_start);

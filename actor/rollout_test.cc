@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "common/policy/engine.h"
 #include "common/policy/logprobs.h"
 #include "common/policy/model.h"
 
@@ -234,6 +235,58 @@ TEST_F(RolloutTest, GroupsBuiltInRecycledGroupsEqualFreshOnes) {
     x.clear_generation_seconds();
     y.clear_generation_seconds();
     EXPECT_EQ(x.SerializeAsString(), y.SerializeAsString()) << "group " << i;
+  }
+}
+
+// The continuous-batching engine builds the same groups as static batching
+// from the same leases (tokens, rewards, reasons, finish reasons exactly;
+// behaviour log-probs within float rounding), whatever the sampling
+// parameters and however few slots it has.
+TEST_F(RolloutTest, EngineGroupsEqualStaticGroups) {
+  torch::NoGradGuard no_grad;
+  std::vector<rlvr::v1::WorkLease> leases = {Lease(1, 0, 42, 4), Lease(2, 3, 43, 3),
+                                             Lease(3, 5, 44, 2), Lease(4, 7, 45, 4)};
+  leases[1].mutable_sampling()->set_max_new_tokens(2);
+  leases[2].mutable_sampling()->set_top_k(5);
+  leases[3].mutable_sampling()->set_temperature(0.7);
+  std::vector<const rlvr::v1::WorkLease*> ptrs;
+  for (const auto& l : leases) ptrs.push_back(&l);
+  auto want = GenerateGroups(model_, 9, *tokenizer_, *task_, ptrs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int rows : {1, 3, 16}) {
+    policy::EngineOptions o;
+    o.max_rows = rows;
+    o.kv_cache_tokens = 512;
+    o.block_tokens = 4;
+    std::vector<policy::EngineGroup> groups;
+    for (const auto& l : leases) groups.push_back(EngineGroupFromLease(l));
+    auto results = policy::GenerateContinuous(*model_, o, groups);
+    ASSERT_TRUE(results.ok()) << results.status();
+    for (size_t i = 0; i < leases.size(); ++i) {
+      rlvr::v1::RolloutGroup got;
+      GroupTally tally;
+      BuildGroup(leases[i], 9, (*results)[i].samples, *tokenizer_, *task_, 0.5, &got, &tally);
+      const rlvr::v1::RolloutGroup& w = want->groups[i];
+      EXPECT_EQ(got.lease_id(), w.lease_id());
+      EXPECT_EQ(got.prompt_id(), w.prompt_id());
+      EXPECT_EQ(got.policy_version(), 9u);
+      EXPECT_EQ(got.generation_seconds(), 0.5);
+      ASSERT_EQ(got.completions_size(), w.completions_size());
+      for (int c = 0; c < w.completions_size(); ++c) {
+        const auto& a = w.completions(c);
+        const auto& b = got.completions(c);
+        EXPECT_EQ(std::vector<int>(a.token_ids().begin(), a.token_ids().end()),
+                  std::vector<int>(b.token_ids().begin(), b.token_ids().end()))
+            << "rows " << rows << " lease " << i << " completion " << c;
+        EXPECT_EQ(a.reward(), b.reward());
+        EXPECT_EQ(a.verifier_reason(), b.verifier_reason());
+        EXPECT_EQ(a.finish_reason(), b.finish_reason());
+        ASSERT_EQ(a.behaviour_logprobs_size(), b.behaviour_logprobs_size());
+        for (int t = 0; t < a.behaviour_logprobs_size(); ++t) {
+          EXPECT_NEAR(a.behaviour_logprobs(t), b.behaviour_logprobs(t), 1e-5);
+        }
+      }
+    }
   }
 }
 

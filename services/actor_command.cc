@@ -63,10 +63,11 @@ int ActorCommand(int argc, char** argv) {
   FlagSet flags("actor",
                 "Runs one actor: connects to the learner's Session stream, fetches weights\n"
                 "through WatchWeights, generates G completions per leased prompt with the\n"
-                "KV-cache sampler, scores them with the task's verifier and streams the\n"
-                "groups back. Stateless: kill it at any time. SIGTERM drains (NOT_SERVING,\n"
-                "finish or abandon the batch within actor.shutdown_deadline_s, return\n"
-                "unfinished leases, close the stream) and exits 0.");
+                "continuous-batching engine (actor.engine), scores them with the task's\n"
+                "verifier and streams each group back as it finishes. Stateless: kill it at\n"
+                "any time. SIGTERM drains (NOT_SERVING, finish or abandon the groups in\n"
+                "progress within actor.shutdown_deadline_s, return unfinished leases, close\n"
+                "the stream) and exits 0.");
   flags.String("learner", &learner, "Learner rank 0 gRPC address, host:port (required).");
   flags.String("config", &config_path,
                "Run config YAML (model, task and actor sections must match the learner's).");
@@ -76,7 +77,7 @@ int ActorCommand(int argc, char** argv) {
   flags.String("actor_id", &actor_id, "Actor name in the learner's logs; default hostname:pid.");
   flags.Int("threads", &threads, "Intra-op threads of the model; 0 = actor.threads from config.");
   flags.Int("max_batch_prompts", &max_batch_prompts,
-            "Leases held and generated together (capacity); 0 = actor.max_batch_prompts.");
+            "Leases held at once (capacity); 0 = actor.max_batch_prompts.");
   flags.Int("metrics_port", &metrics_port,
             "Prometheus /metrics port; 0 picks a free port (printed), -1 disables.");
   flags.Int("health_port", &health_port,

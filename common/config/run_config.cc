@@ -111,7 +111,20 @@ void DescribeRunConfig(RunConfig* c, ConfigSchema* s) {
 
   ActorConfig& a = c->actor;
   s->Int("actor.max_batch_prompts", &a.max_batch_prompts, 1, 4096,
-         "Prompts generated together; the actor's lease capacity.");
+         "The actor's lease capacity: prompts held at once, generating or waiting for a slot "
+         "(static: generated together).");
+  s->Enum("actor.engine", &a.engine, {"continuous", "static"},
+          "continuous: rows join and leave the running batch as they finish, one prompt pass "
+          "per group, a fixed KV pool; static: one batch of leases at a time, every row "
+          "stepped until the longest finishes.");
+  s->Int("actor.max_batch_rows", &a.max_batch_rows, 1, 65536,
+         "continuous: rows decoded together (slots).");
+  s->Int64("actor.kv_cache_tokens", &a.kv_cache_tokens, 0, int64_t{1} << 34,
+           "continuous: KV pool size in positions (prompt + completion tokens held at once); "
+           "0 = actor.max_batch_rows x model.max_seq_len. Must hold one row of "
+           "model.max_seq_len plus two blocks.");
+  s->Int("actor.kv_block_tokens", &a.kv_block_tokens, 1, 4096,
+         "continuous: positions per KV block.");
   s->Int("actor.threads", &a.threads, 1, 256, "Intra-op threads.");
   s->Double("actor.reconnect_initial_s", &a.reconnect_initial_s, 0.001, 3600.0,
             "First reconnect backoff, seconds.");
@@ -277,6 +290,13 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   if (c.actor.reconnect_initial_s > c.actor.reconnect_max_s) {
     return bad("actor.reconnect_initial_s", "must be <= actor.reconnect_max_s");
+  }
+  if (c.actor.kv_cache_tokens != 0 &&
+      c.actor.kv_cache_tokens < int64_t{c.model.max_seq_len} + 2 * c.actor.kv_block_tokens) {
+    return bad("actor.kv_cache_tokens",
+               absl::StrCat("must hold one row of model.max_seq_len (", c.model.max_seq_len,
+                            ") plus two blocks of actor.kv_block_tokens (", c.actor.kv_block_tokens,
+                            "), or be 0 (auto)"));
   }
   if (c.learner.groups_per_update > c.learner.buffer_groups) {
     return bad("learner.groups_per_update", "must be <= learner.buffer_groups");

@@ -123,7 +123,20 @@ struct SamplingConfig {
 };
 
 struct ActorConfig {
-  int max_batch_prompts = 16;         // Prompts generated together (capacity in Hello).
+  // Leases held at once, generating or waiting for a slot (capacity in
+  // Hello); static batching generates them together.
+  int max_batch_prompts = 16;
+  // How generation batches rows: continuous (the engine: slots refilled as
+  // rows finish, one prompt pass per group, a fixed KV pool) | static (one
+  // policy::Generate per batch of leases, every row stepped until the
+  // longest finishes).
+  std::string engine = "continuous";
+  int max_batch_rows = 64;  // continuous: rows decoded together (slots).
+  // continuous: KV pool size in positions (prompt + completion tokens held
+  // at once); 0 = max_batch_rows x model.max_seq_len (every slot can hold a
+  // full-length row).
+  int64_t kv_cache_tokens = 0;
+  int kv_block_tokens = 16;           // continuous: positions per KV block.
   int threads = 1;                    // Intra-op threads for the actor's model.
   double reconnect_initial_s = 0.2;   // First reconnect backoff, seconds.
   double reconnect_max_s = 5.0;       // Backoff ceiling, seconds.

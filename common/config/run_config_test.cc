@@ -116,6 +116,31 @@ TEST(RunConfigTest, ChatTemplateKwargsAreCheckedAtLoad) {
   EXPECT_THAT(c.status().message(), HasSubstr("only task.prompt_format model uses it"));
 }
 
+// The actor's engine keys: continuous by default; a KV pool that cannot
+// hold one row of model.max_seq_len (plus two blocks) is refused, naming
+// the key; 0 means the automatic size.
+TEST(RunConfigTest, ActorEngineKeys) {
+  auto c = LoadRunConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->actor.engine, "continuous");
+  EXPECT_EQ(c->actor.max_batch_rows, 64);
+  EXPECT_EQ(c->actor.kv_cache_tokens, 0);
+  EXPECT_EQ(c->actor.kv_block_tokens, 16);
+  c = LoadRunConfig("", {"actor.engine=static", "actor.max_batch_rows=8",
+                         "actor.kv_cache_tokens=80", "actor.kv_block_tokens=16"});
+  ASSERT_TRUE(c.ok()) << c.status();  // 48 + 2 x 16 = 80.
+  EXPECT_EQ(c->actor.engine, "static");
+  c = LoadRunConfig("", {"actor.kv_cache_tokens=79"});
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("actor.kv_cache_tokens"));
+  c = LoadRunConfig("", {"actor.engine=dynamic"});
+  EXPECT_THAT(c.status().message(), HasSubstr("actor.engine"));
+  c = LoadRunConfig("", {"actor.max_batch_rows=0"});
+  EXPECT_THAT(c.status().message(), HasSubstr("actor.max_batch_rows"));
+  c = LoadRunConfig("", {"actor.kv_block_tokens=0"});
+  EXPECT_THAT(c.status().message(), HasSubstr("actor.kv_block_tokens"));
+}
+
 TEST(RunConfigTest, DeviceAndComputeDtypeAreCheckedAtLoad) {
   auto c = LoadRunConfig("", {});
   ASSERT_TRUE(c.ok()) << c.status();

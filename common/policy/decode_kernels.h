@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace rlvr::policy {
 
@@ -44,6 +45,34 @@ torch::Tensor RotateIntoCache(const torch::Tensor& qkv, const torch::Tensor& pos
                               int64_t past, double query_scale, const torch::Tensor& q_norm,
                               const torch::Tensor& k_norm, double norm_eps,
                               torch::Tensor& cache_keys, torch::Tensor& cache_values);
+
+// RotateIntoCache for the paged KV pool (model.h, KvPool): token n of qkv
+// [N, (heads + 2 * kv_heads) * Dh] at positions[n] has its key and value
+// written at slot slots[n] of pool_keys / pool_values [slots, kv_heads, Dh];
+// returns the rotated, scaled queries as [N, heads, Dh]. positions and slots
+// are int64 CPU [N].
+torch::Tensor RotateIntoPool(const torch::Tensor& qkv, const torch::Tensor& positions,
+                             const torch::Tensor& slots, const torch::Tensor& table, int64_t heads,
+                             int64_t kv_heads, double query_scale, const torch::Tensor& q_norm,
+                             const torch::Tensor& k_norm, double norm_eps, torch::Tensor& pool_keys,
+                             torch::Tensor& pool_values);
+
+// Attention of single-token queries over the paged pool, in two halves
+// around a softmax the caller takes (ATen's, vectorised): query n of q
+// [N, heads, Dh] (already scaled) attends to the first lengths[n] positions
+// of the block table blocks[n] (block_tokens positions per block) in
+// pool_keys [slots, kv_heads, Dh]; query head h reads key/value head
+// h / (heads / kv_heads).
+//  - PagedScores fills scores [N, heads, max length] with q . k, and -inf
+//    past each query's length;
+//  - PagedWeightedSum writes out [N, heads * Dh] = probs x values.
+// Float32 CPU tensors, contiguous; parallel over (query, key/value head).
+void PagedScores(const torch::Tensor& q, const torch::Tensor& pool_keys,
+                 const std::vector<const int*>& blocks, const std::vector<int64_t>& lengths,
+                 int64_t block_tokens, torch::Tensor& scores);
+void PagedWeightedSum(const torch::Tensor& probs, const torch::Tensor& pool_values,
+                      const std::vector<const int*>& blocks, const std::vector<int64_t>& lengths,
+                      int64_t block_tokens, torch::Tensor& out);
 
 }  // namespace rlvr::policy
 

@@ -400,6 +400,45 @@ void TransformerImpl::CheckTokenRange(const torch::Tensor& tokens) const {
               "token id out of vocabulary [0, ", vocab_size_, ")");
 }
 
+TransformerImpl::Qkv TransformerImpl::ProjectQkv(const Layer& l, const torch::Tensor& xn) const {
+  const int64_t h = config_.n_heads;
+  const int64_t kv = n_kv_heads_;
+  const int64_t dh = head_dim_;
+  Qkv out;
+  if (!hf_) {
+    out.fused = Project(xn, InComputeDtype(l.qkv));
+    out.q = out.fused.narrow(1, 0, h * dh);
+    out.k = out.fused.narrow(1, h * dh, kv * dh);
+    out.v = out.fused.narrow(1, (h + kv) * dh, kv * dh);
+  } else {
+    out.q = Linear(xn, InComputeDtype(l.q), InComputeDtype(l.q_bias));
+    out.k = Linear(xn, InComputeDtype(l.k), InComputeDtype(l.k_bias));
+    out.v = Linear(xn, InComputeDtype(l.v), InComputeDtype(l.v_bias));
+  }
+  return out;
+}
+
+torch::Tensor TransformerImpl::FinishLayer(const Layer& l, const torch::Tensor& attn,
+                                           const torch::Tensor& x_in, bool fused_norm) const {
+  auto param = [&](const torch::Tensor& p) { return InComputeDtype(p); };
+  torch::Tensor x = Project(attn, param(l.out), x_in);
+  if (l.out_bias.defined()) x = x + param(l.out_bias);
+  torch::Tensor xn =
+      fused_norm ? RmsNormRows(x, l.mlp_norm, config_.rms_norm_eps) : RmsNorm(x, param(l.mlp_norm));
+  torch::Tensor gate, up;
+  if (!hf_) {
+    torch::Tensor gu = Project(xn, param(l.gate_up));  // [N, 2F]
+    gate = gu.narrow(-1, 0, config_.d_ff);
+    up = gu.narrow(-1, config_.d_ff, config_.d_ff);
+  } else {
+    gate = Linear(xn, param(l.gate), param(l.gate_bias));
+    up = Linear(xn, param(l.up), param(l.up_bias));
+  }
+  x = Project(torch::silu(gate) * up, param(l.down), x);
+  if (l.down_bias.defined()) x = x + param(l.down_bias);
+  return x;
+}
+
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, L]");
   torch::Tensor positions =
@@ -511,26 +550,18 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
   const int64_t kv = n_kv_heads_;
   const int64_t rep = h / kv;  // Query heads per key/value head (GQA).
   const int64_t dh = head_dim_;
-  const int64_t ff = config_.d_ff;
   // [B*S, D]; only the looked-up rows are cast under mixed precision.
   torch::Tensor x = embed_.index_select(0, tokens.reshape({-1}).to(embed_.device()));
   if (x.scalar_type() != dtype) x = x.to(dtype);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     torch::Tensor xn = norm(x, l.attn_norm);
-    torch::Tensor qf, kf, vf;  // [B*S, H*Dh], [B*S, KV*Dh], [B*S, KV*Dh]
-    torch::Tensor qkv;         // Built-in: the fused projection.
-    if (!hf_) {
-      qkv = Project(xn, param(l.qkv));
-      qf = qkv.narrow(1, 0, h * dh);
-      kf = qkv.narrow(1, h * dh, kv * dh);
-      vf = qkv.narrow(1, (h + kv) * dh, kv * dh);
-    } else {
-      qf = Linear(xn, param(l.q), param(l.q_bias));
-      kf = Linear(xn, param(l.k), param(l.k_bias));
-      vf = Linear(xn, param(l.v), param(l.v_bias));
-    }
-    torch::Tensor q, k, v;  // [B,H,S,Dh], [B,KV,S|total,Dh]
+    Qkv proj = ProjectQkv(l, xn);
+    torch::Tensor& qf = proj.q;  // [B*S, H*Dh], [B*S, KV*Dh], [B*S, KV*Dh]
+    torch::Tensor& kf = proj.k;
+    torch::Tensor& vf = proj.v;
+    torch::Tensor& qkv = proj.fused;  // Built-in: the fused projection.
+    torch::Tensor q, k, v;            // [B,H,S,Dh], [B,KV,S|total,Dh]
     if (fused) {
       if (hf_) qkv = torch::cat({qf, kf, vf}, 1);
       // Queries come back pre-multiplied by the attention scale.
@@ -568,23 +599,259 @@ torch::Tensor TransformerImpl::HiddenWithPositions(const torch::Tensor& tokens,
     if (rep != 1) probs = probs.view({b, kv, rep * s, total});
     torch::Tensor attn = torch::matmul(probs, v);  // [B,KV,rep*S,Dh] = [B,H,S,Dh]
     attn = attn.reshape({b, h, s, dh}).transpose(1, 2).reshape({b * s, h * dh});
-    x = Project(attn, param(l.out), x);
-    if (l.out_bias.defined()) x = x + param(l.out_bias);
-    xn = norm(x, l.mlp_norm);
-    torch::Tensor gate, up;
-    if (!hf_) {
-      torch::Tensor gu = Project(xn, param(l.gate_up));  // [B*S, 2F]
-      gate = gu.narrow(-1, 0, ff);
-      up = gu.narrow(-1, ff, ff);
-    } else {
-      gate = Linear(xn, param(l.gate), param(l.gate_bias));
-      up = Linear(xn, param(l.up), param(l.up_bias));
-    }
-    x = Project(torch::silu(gate) * up, param(l.down), x);
-    if (l.down_bias.defined()) x = x + param(l.down_bias);
+    x = FinishLayer(l, attn, x, fused);
   }
   if (cache != nullptr) cache->length = total;
   return norm(x, final_norm_).view({b, s, x.size(-1)});
+}
+
+int64_t KvPool::block_bytes() const {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    bytes += (keys[i].numel() + values[i].numel()) * keys[i].element_size();
+  }
+  return num_blocks > 0 ? bytes / num_blocks : 0;
+}
+
+KvPool TransformerImpl::NewKvPool(int64_t num_blocks, int64_t block_tokens) const {
+  TORCH_CHECK(num_blocks >= 1 && block_tokens >= 1, "KV pool needs >= 1 block of >= 1 position");
+  KvPool pool;
+  const auto opts = embed_.options().dtype(compute_dtype()).requires_grad(false);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    pool.keys.push_back(torch::zeros({num_blocks * block_tokens, n_kv_heads_, head_dim_}, opts));
+    pool.values.push_back(torch::zeros({num_blocks * block_tokens, n_kv_heads_, head_dim_}, opts));
+  }
+  pool.num_blocks = num_blocks;
+  pool.block_tokens = block_tokens;
+  return pool;
+}
+
+namespace {
+
+// The slot of position p of a paged sequence.
+int64_t SlotOf(const PagedSeq& seq, int64_t block_tokens, int64_t p) {
+  return int64_t{seq.blocks[p / block_tokens]} * block_tokens + p % block_tokens;
+}
+
+// Attention of one paged sequence's `count` queries q [count, H, Dh]
+// (already scaled) over its positions [0, past + count) in the pool,
+// causal among the new ones, with tensor ops (any device and dtype):
+// [count, H * Dh].
+torch::Tensor SeqAttention(const torch::Tensor& q, const torch::Tensor& pool_keys,
+                           const torch::Tensor& pool_values, const torch::Tensor& slots,
+                           int64_t past, int64_t kv) {
+  const int64_t c = q.size(0);
+  const int64_t h = q.size(1);
+  const int64_t dh = q.size(2);
+  const int64_t len = slots.size(0);
+  const int64_t rep = h / kv;
+  const auto dtype = q.scalar_type();
+  torch::Tensor k = pool_keys.index_select(0, slots).permute({1, 0, 2});    // [KV, L, Dh]
+  torch::Tensor v = pool_values.index_select(0, slots).permute({1, 0, 2});  // [KV, L, Dh]
+  // The rep query heads of key/value head g are heads g*rep .. g*rep+rep-1.
+  torch::Tensor qg = q.permute({1, 0, 2}).reshape({kv, rep * c, dh});
+  torch::Tensor scores = torch::matmul(qg, k.transpose(1, 2)).view({h, c, len});
+  if (c > 1) {
+    scores = scores + torch::full({c, len}, kMaskValue, scores.options()).triu(past + 1);
+  }
+  torch::Tensor probs = IsReduced(dtype) ? torch::softmax(scores, -1, torch::kFloat32).to(dtype)
+                                         : torch::softmax(scores, -1);
+  torch::Tensor out = torch::matmul(probs.view({kv, rep * c, len}), v);  // [KV, rep*c, Dh]
+  return out.view({h, c, dh}).permute({1, 0, 2}).reshape({c, h * dh});
+}
+
+// Attention of single-token queries q [N, H, Dh] (already scaled), query n
+// over its first lengths[n] positions, with tensor ops: the keys and values
+// are gathered into [N, KV, max length, Dh] (padding masked).
+torch::Tensor BatchedDecodeAttention(const torch::Tensor& q, const torch::Tensor& pool_keys,
+                                     const torch::Tensor& pool_values, const torch::Tensor& index,
+                                     const torch::Tensor& bias, int64_t kv) {
+  const int64_t n = q.size(0);
+  const int64_t h = q.size(1);
+  const int64_t dh = q.size(2);
+  const int64_t len = index.size(1);
+  const int64_t rep = h / kv;
+  const auto dtype = q.scalar_type();
+  torch::Tensor flat = index.reshape({-1});
+  torch::Tensor k = pool_keys.index_select(0, flat).view({n, len, kv, dh}).permute({0, 2, 1, 3});
+  torch::Tensor v = pool_values.index_select(0, flat).view({n, len, kv, dh}).permute({0, 2, 1, 3});
+  torch::Tensor scores = torch::matmul(q.view({n, kv, rep, dh}), k.transpose(-2, -1));
+  scores = scores + bias;  // [N, KV, rep, L] + [N, 1, 1, L]
+  torch::Tensor probs = IsReduced(dtype) ? torch::softmax(scores, -1, torch::kFloat32).to(dtype)
+                                         : torch::softmax(scores, -1);
+  return torch::matmul(probs, v).reshape({n, h * dh});  // [N, KV, rep, Dh]
+}
+
+}  // namespace
+
+torch::Tensor TransformerImpl::HiddenPaged(const std::vector<int64_t>& tokens_in,
+                                           const std::vector<PagedSeq>& seqs, KvPool& pool,
+                                           bool fused_allowed) {
+  TORCH_CHECK(!seqs.empty(), "HiddenPaged needs a sequence");
+  TORCH_CHECK(pool.keys.size() == layers_.size() && pool.keys.front().size(1) == n_kv_heads_ &&
+                  pool.keys.front().size(2) == head_dim_,
+              "KV pool does not match the model");
+  const auto dtype = compute_dtype();
+  TORCH_CHECK(
+      pool.keys.front().scalar_type() == dtype && pool.keys.front().device() == embed_.device(),
+      "KV pool dtype/device differ from the model's");
+  const int64_t bt = pool.block_tokens;
+  const int64_t n_tok = static_cast<int64_t>(tokens_in.size());
+  // Positions and slots of the new tokens; which queries are single tokens.
+  torch::Tensor tokens = torch::tensor(tokens_in, torch::kInt64);
+  torch::Tensor positions = torch::empty({n_tok}, torch::kInt64);
+  torch::Tensor slots = torch::empty({n_tok}, torch::kInt64);
+  int64_t* pos = positions.data_ptr<int64_t>();
+  int64_t* slot = slots.data_ptr<int64_t>();
+  std::vector<int64_t> starts;
+  std::vector<int64_t> last;  // Index of each sequence's last token.
+  bool all_single = true;
+  int64_t max_pos = 0;
+  {
+    int64_t at = 0;
+    for (const PagedSeq& sq : seqs) {
+      TORCH_CHECK(sq.count >= 1 && sq.past >= 0, "a paged sequence needs new tokens");
+      TORCH_CHECK(sq.num_blocks * bt >= sq.past + sq.count, "block table too short");
+      for (int64_t b = 0; b < sq.num_blocks; ++b) {
+        TORCH_CHECK(sq.blocks[b] >= 0 && sq.blocks[b] < pool.num_blocks, "block outside the pool");
+      }
+      starts.push_back(at);
+      for (int64_t i = 0; i < sq.count; ++i, ++at) {
+        TORCH_CHECK(at < n_tok, "fewer tokens than the sequences' counts");
+        pos[at] = sq.past + i;
+        slot[at] = SlotOf(sq, bt, sq.past + i);
+      }
+      max_pos = std::max(max_pos, sq.past + sq.count - 1);
+      last.push_back(at - 1);
+      all_single = all_single && sq.count == 1;
+    }
+    TORCH_CHECK(at == n_tok, "more tokens than the sequences' counts");
+  }
+  CheckTokenRange(tokens);
+  const bool in_table = max_pos < rope_table_.size(0);
+  const bool fused = fused_allowed && embed_.is_cpu() && dtype == torch::kFloat32 &&
+                     embed_.scalar_type() == torch::kFloat32;
+  const bool fused_rotate = fused && in_table;
+  const auto device = embed_.device();
+  torch::Tensor slots_dev = slots.to(device);
+  const double scale = 1.0 / std::sqrt(double(head_dim_));
+  const int64_t h = config_.n_heads;
+  const int64_t kv = n_kv_heads_;
+  const int64_t dh = head_dim_;
+
+  // Single-token queries (decoding) go through the fused loops on the CPU,
+  // or one padded gather with tensor ops; longer ones (prompts) through a
+  // gather per sequence with tensor ops.
+  std::vector<int64_t> single;  // Sequence indices.
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (seqs[i].count == 1) single.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<const int*> single_blocks;
+  std::vector<int64_t> single_len;
+  int64_t max_len = 0;
+  for (int64_t i : single) {
+    single_blocks.push_back(seqs[i].blocks);
+    single_len.push_back(seqs[i].past + 1);
+    max_len = std::max(max_len, seqs[i].past + 1);
+  }
+  torch::Tensor single_tokens, single_index, single_bias;
+  if (!single.empty() && !all_single) {
+    std::vector<int64_t> idx;
+    for (int64_t i : single) idx.push_back(starts[i]);
+    single_tokens = torch::tensor(idx, torch::kInt64).to(device);
+  }
+  if (!single.empty() && !fused) {
+    const int64_t n = static_cast<int64_t>(single.size());
+    torch::Tensor index = torch::zeros({n, max_len}, torch::kInt64);
+    torch::Tensor bias = torch::zeros({n, 1, 1, max_len}, torch::kFloat32);
+    int64_t* ip = index.data_ptr<int64_t>();
+    float* bp = bias.data_ptr<float>();
+    for (int64_t r = 0; r < n; ++r) {
+      const PagedSeq& sq = seqs[single[r]];
+      for (int64_t p = 0; p < max_len; ++p) {
+        if (p <= sq.past) {
+          ip[r * max_len + p] = SlotOf(sq, bt, p);
+        } else {
+          bp[r * max_len + p] = static_cast<float>(kMaskValue);
+        }
+      }
+    }
+    single_index = index.to(device);
+    single_bias = bias.to(device, dtype);
+  }
+  std::vector<torch::Tensor> seq_slots(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (seqs[i].count == 1) continue;
+    const int64_t len = seqs[i].past + seqs[i].count;
+    torch::Tensor sl = torch::empty({len}, torch::kInt64);
+    for (int64_t p = 0; p < len; ++p) sl.data_ptr<int64_t>()[p] = SlotOf(seqs[i], bt, p);
+    seq_slots[i] = sl.to(device);
+  }
+  torch::Tensor cos, sin;
+  if (!fused_rotate) std::tie(cos, sin) = RopeAngles(positions.unsqueeze(0), in_table);
+  auto rope = [&](const torch::Tensor& x) {  // x [1, heads, N, Dh]
+    if (!IsReduced(x.scalar_type())) return ApplyRope(x, cos, sin);
+    return ApplyRope(x.to(torch::kFloat32), cos, sin).to(x.scalar_type());
+  };
+  auto norm = [&](const torch::Tensor& x, const torch::Tensor& w) {
+    return fused ? RmsNormRows(x, w, config_.rms_norm_eps) : RmsNorm(x, InComputeDtype(w));
+  };
+
+  torch::Tensor x = embed_.index_select(0, tokens.to(device));  // [N, D]
+  if (x.scalar_type() != dtype) x = x.to(dtype);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    torch::Tensor xn = norm(x, l.attn_norm);
+    Qkv proj = ProjectQkv(l, xn);
+    torch::Tensor q;  // [N, H, Dh], scaled.
+    if (fused_rotate) {
+      torch::Tensor qkv = hf_ ? torch::cat({proj.q, proj.k, proj.v}, 1) : proj.fused;
+      q = RotateIntoPool(qkv, positions, slots, rope_table_, h, kv, scale, l.q_norm, l.k_norm,
+                         config_.rms_norm_eps, pool.keys[i], pool.values[i]);
+    } else {
+      torch::Tensor qh = proj.q.reshape({n_tok, h, dh});
+      torch::Tensor kh = proj.k.reshape({n_tok, kv, dh});
+      if (l.q_norm.defined()) {
+        qh = RmsNorm(qh, InComputeDtype(l.q_norm));
+        kh = RmsNorm(kh, InComputeDtype(l.k_norm));
+      }
+      qh = rope(qh.unsqueeze(0).permute({0, 2, 1, 3}));  // [1, H, N, Dh]
+      kh = rope(kh.unsqueeze(0).permute({0, 2, 1, 3}));
+      q = (qh.squeeze(0).permute({1, 0, 2}) * scale).contiguous();
+      pool.keys[i].index_copy_(0, slots_dev, kh.squeeze(0).permute({1, 0, 2}).contiguous());
+      pool.values[i].index_copy_(0, slots_dev, proj.v.reshape({n_tok, kv, dh}).contiguous());
+    }
+    torch::Tensor attn;  // [N, H*Dh]
+    torch::Tensor single_attn;
+    if (!single.empty()) {
+      torch::Tensor qs = all_single ? q : q.index_select(0, single_tokens);
+      if (fused) {
+        torch::Tensor scores = torch::empty({qs.size(0), h, max_len}, qs.options());
+        PagedScores(qs, pool.keys[i], single_blocks, single_len, bt, scores);
+        torch::Tensor probs = torch::softmax(scores, -1);
+        single_attn = torch::empty({qs.size(0), h * dh}, qs.options());
+        PagedWeightedSum(probs, pool.values[i], single_blocks, single_len, bt, single_attn);
+      } else {
+        single_attn =
+            BatchedDecodeAttention(qs, pool.keys[i], pool.values[i], single_index, single_bias, kv);
+      }
+    }
+    if (all_single) {
+      attn = single_attn;
+    } else {
+      attn = torch::empty({n_tok, h * dh}, q.options());
+      if (!single.empty()) attn.index_copy_(0, single_tokens, single_attn);
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        if (seqs[s].count == 1) continue;
+        attn.narrow(0, starts[s], seqs[s].count)
+            .copy_(SeqAttention(q.narrow(0, starts[s], seqs[s].count), pool.keys[i], pool.values[i],
+                                seq_slots[s], seqs[s].past, kv));
+      }
+    }
+    x = FinishLayer(l, attn, x, fused);
+  }
+  torch::Tensor last_rows = x.index_select(0, torch::tensor(last, torch::kInt64).to(device));
+  return norm(last_rows.contiguous(), final_norm_);
 }
 
 absl::StatusOr<Transformer> CreateTransformer(const rlvr::ModelConfig& config, int vocab_size,

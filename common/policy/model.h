@@ -70,6 +70,32 @@ struct KvCache {
   int64_t capacity = 0;               // Positions allocated.
 };
 
+// The continuous-batching engine's KV cache (engine.h): a pool of fixed
+// blocks of positions, allocated once, shared by every row through block
+// tables (engine_scheduler.h decides which row holds which block).
+// Position p of a row whose block table is `blocks` lives at slot
+// blocks[p / block_tokens] * block_tokens + p % block_tokens.
+struct KvPool {
+  std::vector<torch::Tensor> keys;  // Per layer [num_blocks * block_tokens, n_kv_heads, head_dim].
+  std::vector<torch::Tensor> values;  // Same.
+  int64_t num_blocks = 0;
+  int64_t block_tokens = 0;
+  // Bytes of one block over every layer, keys and values.
+  int64_t block_bytes() const;
+};
+
+// One sequence of a paged pass (HiddenPaged): `count` new tokens at
+// positions [past, past + count), attending to the positions [0, past) held
+// in its blocks and causally to each other; their keys and values are
+// written into its blocks too. `blocks` (borrowed for the call) covers
+// positions [0, past + count).
+struct PagedSeq {
+  int64_t past = 0;
+  int64_t count = 0;
+  const int* blocks = nullptr;
+  int64_t num_blocks = 0;
+};
+
 class TransformerImpl : public torch::nn::Module {
  public:
   // Throws c10::Error if the config is inconsistent (ValidateModelConfig,
@@ -96,6 +122,21 @@ class TransformerImpl : public torch::nn::Module {
   // must suffice). Returns logits [B, S, V].
   torch::Tensor ForwardWithPositions(const torch::Tensor& tokens, const torch::Tensor& positions,
                                      const torch::Tensor& key_bias, KvCache* cache);
+
+  // The paged pass of the continuous-batching engine: the sequences' new
+  // tokens (`tokens`, sequence after sequence, sum of counts) through the
+  // model, keys and values written into `pool`, attention over each
+  // sequence's blocks. Returns the final-normed hidden states of each
+  // sequence's last token, [seqs.size(), D] in the compute dtype. The same
+  // function as ForwardWithPositions up to float rounding. `fused`: allow
+  // the CPU float32 loops of decode_kernels.h (false: tensor ops only, any
+  // device or dtype; tests compare the two).
+  torch::Tensor HiddenPaged(const std::vector<int64_t>& tokens, const std::vector<PagedSeq>& seqs,
+                            KvPool& pool, bool fused = true);
+  // A pool of `num_blocks` blocks of `block_tokens` positions for this
+  // model's layers and key/value heads, on its device in its compute dtype,
+  // zero-filled.
+  KvPool NewKvPool(int64_t num_blocks, int64_t block_tokens) const;
 
   // The final-normed hidden states [B, S, D] that ForwardWithPositions
   // projects to logits (same arguments, same cache behaviour): callers that
@@ -148,6 +189,18 @@ class TransformerImpl : public torch::nn::Module {
     torch::Tensor down, down_bias;
   };
   torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight) const;
+  // Layer pieces shared by HiddenWithPositions and HiddenPaged. The query,
+  // key and value projections of xn [N, D]: ([N, H*Dh], [N, KV*Dh],
+  // [N, KV*Dh]) and, for the built-in model, the fused [N, (H+2KV)*Dh]
+  // product they are views of (undefined for HF models).
+  struct Qkv {
+    torch::Tensor q, k, v, fused;
+  };
+  Qkv ProjectQkv(const Layer& l, const torch::Tensor& xn) const;
+  // attn [N, H*Dh] -> the layer's output x [N, D]: output projection into
+  // the residual x, then the MLP block. `fused_norm`: RmsNormRows.
+  torch::Tensor FinishLayer(const Layer& l, const torch::Tensor& attn, const torch::Tensor& x,
+                            bool fused_norm) const;
   // `param` in the compute dtype: itself unless mixed precision is on
   // (undefined stays undefined).
   torch::Tensor InComputeDtype(const torch::Tensor& param) const;

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -39,15 +40,10 @@ class SingleThreadScope {
   const int saved_;
 };
 
-// Uniform in (0, 1) for (seed, step): row r's stream depends only on its seed.
-double Uniform(uint64_t seed, int64_t step) {
-  uint64_t bits = SplitMix64(SplitMix64(seed) ^ SplitMix64(0x5851f42d4c957f2dULL + step));
-  return (double(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
 struct Prepared {
   int64_t batch = 0;
   int64_t max_prompt = 0;
+  int max_new_tokens = 0;  // Largest over the rows.
   std::vector<int64_t> lengths;
   torch::Tensor tokens;     // [B, max_prompt] left-padded with 0.
   torch::Tensor positions;  // [B, max_prompt]: j - pad, clamped at 0.
@@ -57,10 +53,15 @@ struct Prepared {
 constexpr double kMaskValue = -1e9;  // As in model.cc.
 
 Prepared Prepare(const std::vector<const std::vector<int>*>& prompts,
-                 const std::vector<uint64_t>& seeds, const SamplingOptions& options, int vocab) {
+                 const std::vector<uint64_t>& seeds, const std::vector<SamplingOptions>& options,
+                 int vocab) {
   TORCH_CHECK(prompts.size() == seeds.size(), "need one seed per prompt");
-  TORCH_CHECK(options.max_new_tokens >= 0, "max_new_tokens must be >= 0");
+  TORCH_CHECK(prompts.size() == options.size(), "need one set of options per prompt");
   Prepared p;
+  for (const SamplingOptions& o : options) {
+    TORCH_CHECK(o.max_new_tokens >= 0, "max_new_tokens must be >= 0");
+    p.max_new_tokens = std::max(p.max_new_tokens, o.max_new_tokens);
+  }
   p.batch = static_cast<int64_t>(prompts.size());
   for (const auto* prompt : prompts) {
     TORCH_CHECK(prompt != nullptr && !prompt->empty(), "prompts must be non-empty");
@@ -88,49 +89,22 @@ Prepared Prepare(const std::vector<const std::vector<int>*>& prompts,
   return p;
 }
 
-// Chooses the next token of every row from logits [B, V] and records its
-// log-probability under the unmodified policy. Returns (tokens, logprobs) on
-// the CPU. A plain loop over the rows: at decode time B x V is small, and a
-// dozen tensor ops per step would cost more than the arithmetic.
-std::pair<torch::Tensor, torch::Tensor> Choose(const torch::Tensor& logits_in,
-                                               const std::vector<uint64_t>& seeds, int64_t step,
-                                               const SamplingOptions& options) {
+// Chooses the next token of every row still generating from logits [B, V]
+// and appends it; returns true when every row has finished. A plain loop
+// over the rows: at decode time B x V is small, and a dozen tensor ops per
+// step would cost more than the arithmetic.
+bool ChooseAndRecord(const torch::Tensor& logits_in, const std::vector<uint64_t>& seeds,
+                     const std::vector<SamplingOptions>& options, std::vector<Sample>* samples,
+                     std::vector<char>* done) {
   torch::Tensor logits = logits_in.to(torch::kCPU, torch::kFloat32).contiguous();
-  const int64_t b = logits.size(0);
   const int v = static_cast<int>(logits.size(1));
-  torch::Tensor chosen = torch::empty({b}, torch::kInt64);
-  torch::Tensor chosen_lp = torch::empty({b}, torch::kFloat32);
   const float* l = logits.data_ptr<float>();
-  int64_t* c = chosen.data_ptr<int64_t>();
-  float* lp = chosen_lp.data_ptr<float>();
   std::vector<double> scratch;
-  for (int64_t r = 0; r < b; ++r) {
-    const double u = options.greedy || options.temperature <= 0 ? 0.5 : Uniform(seeds[r], step);
-    TokenChoice t = ChooseToken(l + r * v, v, u, options, &scratch);
-    c[r] = t.token;
-    lp[r] = t.logprob;
-  }
-  return {chosen, chosen_lp};
-}
-
-// Appends the step's choices; returns true when every row has finished.
-bool Record(const torch::Tensor& chosen, const torch::Tensor& lp, const SamplingOptions& options,
-            std::vector<Sample>* samples, std::vector<char>* done) {
-  const int64_t* c = chosen.data_ptr<int64_t>();
-  const float* l = lp.data_ptr<float>();
   bool all_done = true;
   for (size_t r = 0; r < samples->size(); ++r) {
     if ((*done)[r]) continue;
-    Sample& s = (*samples)[r];
-    s.tokens.push_back(static_cast<int>(c[r]));
-    s.logprobs.push_back(l[r]);
-    if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), c[r]) !=
-        options.stop_token_ids.end()) {
-      s.stopped = true;
-      (*done)[r] = 1;
-    } else if (static_cast<int>(s.tokens.size()) >= options.max_new_tokens) {
-      (*done)[r] = 1;
-    }
+    (*done)[r] = SampleNext(l + r * v, v, seeds[r], options[r], options[r].max_new_tokens,
+                            &(*samples)[r], &scratch);
     all_done = all_done && (*done)[r];
   }
   return all_done;
@@ -196,15 +170,53 @@ TokenChoice ChooseToken(const float* logits, int vocab, double u, const Sampling
   return choice(last_positive);  // Rounding: target within an ulp of the total.
 }
 
+double RowUniform(uint64_t seed, int64_t step) {
+  uint64_t bits = SplitMix64(SplitMix64(seed) ^ SplitMix64(0x5851f42d4c957f2dULL + step));
+  return (double(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+bool SampleNext(const float* logits, int vocab, uint64_t seed, const SamplingOptions& options,
+                int max_new_tokens, Sample* sample, std::vector<double>* scratch) {
+  const int64_t step = static_cast<int64_t>(sample->tokens.size());
+  const double u = options.greedy || options.temperature <= 0 ? 0.5 : RowUniform(seed, step);
+  const TokenChoice t = ChooseToken(logits, vocab, u, options, scratch);
+  sample->tokens.push_back(t.token);
+  sample->logprobs.push_back(t.logprob);
+  if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), t.token) !=
+      options.stop_token_ids.end()) {
+    sample->stopped = true;
+    return true;
+  }
+  return static_cast<int>(sample->tokens.size()) >= max_new_tokens;
+}
+
 std::vector<Sample> Generate(Transformer& model,
                              const std::vector<const std::vector<int>*>& prompts,
-                             const std::vector<uint64_t>& seeds, const SamplingOptions& options) {
+                             const std::vector<uint64_t>& seeds, const SamplingOptions& options,
+                             GenerateStats* stats) {
+  return GenerateRows(model, prompts, seeds, std::vector<SamplingOptions>(prompts.size(), options),
+                      stats);
+}
+
+std::vector<Sample> GenerateRows(Transformer& model,
+                                 const std::vector<const std::vector<int>*>& prompts,
+                                 const std::vector<uint64_t>& seeds,
+                                 const std::vector<SamplingOptions>& options,
+                                 GenerateStats* stats) {
   torch::NoGradGuard no_grad;
   Prepared p = Prepare(prompts, seeds, options, model->vocab_size());
   std::vector<Sample> samples(p.batch);
-  if (p.batch == 0 || options.max_new_tokens == 0) return samples;
+  if (p.batch == 0 || p.max_new_tokens == 0) return samples;
   std::vector<char> done(p.batch, 0);
-  KvCache cache = model->NewCache(p.batch, p.max_prompt + options.max_new_tokens);
+  for (int64_t r = 0; r < p.batch; ++r) done[r] = options[r].max_new_tokens == 0;
+  GenerateStats local;
+  GenerateStats& st = stats != nullptr ? *stats : local;
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  KvCache cache = model->NewCache(p.batch, p.max_prompt + p.max_new_tokens);
+  for (size_t i = 0; i < cache.keys.size(); ++i) {
+    st.kv_cache_bytes += 2 * cache.keys[i].numel() * cache.keys[i].element_size();
+  }
   cache.key_bias.narrow(3, 0, p.max_prompt).copy_(p.pad_bias);
   cache.has_key_bias =
       *std::min_element(p.lengths.begin(), p.lengths.end()) != p.max_prompt;  // Any left padding?
@@ -215,38 +227,55 @@ std::vector<Sample> Generate(Transformer& model,
                            .select(1, p.max_prompt - 1);
   // (Under mixed precision the float32 output weight is cast to the states' dtype.)
   torch::Tensor logits = torch::mm(last, model->OutputWeight().to(last.scalar_type()).t());
+  bool all_done = ChooseAndRecord(logits, seeds, options, &samples, &done);
+  auto t1 = Clock::now();
+  st.prefill_seconds += std::chrono::duration<double>(t1 - t0).count();
+  st.prefill_tokens += p.batch * p.max_prompt;
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);  // [B,1]
   const ModelConfig& c = model->config();
   SingleThreadScope small_steps(p.batch * c.d_model * c.d_ff < kParallelDecodeMacs);
-  for (int64_t step = 0;; ++step) {
-    auto [chosen, lp] = Choose(logits, seeds, step, options);
-    if (Record(chosen, lp, options, &samples, &done)) break;
-    logits = model->ForwardWithPositions(chosen.unsqueeze(1), next_pos, torch::Tensor(), &cache)
-                 .select(1, 0);
+  while (!all_done) {
+    int64_t generating = 0;
+    for (char d : done) generating += d ? 0 : 1;
+    torch::Tensor chosen = torch::empty({p.batch, 1}, torch::kInt64);
+    int64_t* c_ptr = chosen.data_ptr<int64_t>();
+    for (int64_t r = 0; r < p.batch; ++r) {
+      // A finished row keeps stepping (the batch is static); it is fed its
+      // last token, whose output is discarded.
+      c_ptr[r] = samples[r].tokens.empty() ? 0 : samples[r].tokens.back();
+    }
+    logits = model->ForwardWithPositions(chosen, next_pos, torch::Tensor(), &cache).select(1, 0);
     next_pos = next_pos + 1;
+    all_done = ChooseAndRecord(logits, seeds, options, &samples, &done);
+    ++st.decode_steps;
+    st.row_steps += p.batch;
+    st.useful_row_steps += generating;
   }
+  st.decode_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
   return samples;
 }
 
 std::vector<Sample> GenerateWithoutCache(Transformer& model,
                                          const std::vector<const std::vector<int>*>& prompts,
                                          const std::vector<uint64_t>& seeds,
-                                         const SamplingOptions& options) {
+                                         const SamplingOptions& options_in) {
   torch::NoGradGuard no_grad;
+  const std::vector<SamplingOptions> options(prompts.size(), options_in);
   Prepared p = Prepare(prompts, seeds, options, model->vocab_size());
   std::vector<Sample> samples(p.batch);
-  if (p.batch == 0 || options.max_new_tokens == 0) return samples;
+  if (p.batch == 0 || p.max_new_tokens == 0) return samples;
   std::vector<char> done(p.batch, 0);
   torch::Tensor tokens = p.tokens;
   torch::Tensor positions = p.positions;
   torch::Tensor bias = p.pad_bias.to(model->OutputWeight().device(), model->compute_dtype());
   torch::Tensor next_pos = torch::tensor(p.lengths, torch::kInt64).unsqueeze(1);
-  for (int64_t step = 0;; ++step) {
+  while (true) {
     torch::Tensor logits =
         model->ForwardWithPositions(tokens, positions, bias, nullptr).select(1, tokens.size(1) - 1);
-    auto [chosen, lp] = Choose(logits, seeds, step, options);
-    if (Record(chosen, lp, options, &samples, &done)) break;
-    tokens = torch::cat({tokens, chosen.unsqueeze(1)}, 1);
+    if (ChooseAndRecord(logits, seeds, options, &samples, &done)) break;
+    torch::Tensor chosen = torch::empty({p.batch, 1}, torch::kInt64);
+    for (int64_t r = 0; r < p.batch; ++r) chosen[r][0] = samples[r].tokens.back();
+    tokens = torch::cat({tokens, chosen}, 1);
     positions = torch::cat({positions, next_pos}, 1);
     bias = torch::cat({bias, torch::zeros({p.batch, 1, 1, 1}, bias.options())}, 3);
     next_pos = next_pos + 1;

@@ -10,49 +10,43 @@
 #include <vector>
 
 #include "common/policy/model.h"
+#include "common/policy/sampling.h"
 
 namespace rlvr::policy {
 
-struct SamplingOptions {
-  double temperature = 1.0;         // Softmax temperature; <= 0 behaves as greedy.
-  int top_k = 0;                    // Keep the k most likely tokens; 0 = off.
-  double top_p = 1.0;               // Nucleus: smallest set with mass >= top_p; 1 = off.
-  int max_new_tokens = 8;           // Completion length cap, stop token included.
-  std::vector<int> stop_token_ids;  // Generation of a row ends after emitting one of these.
-  bool greedy = false;              // Argmax (ties: lowest id); ignores temperature/top-k/p.
+// What one static-batch call computed, for the actor's metrics and the
+// benchmarks (every field a total over the call).
+struct GenerateStats {
+  double prefill_seconds = 0;    // Wall time of the prompt pass.
+  double decode_seconds = 0;     // Wall time of the one-token passes (and sampling).
+  int64_t decode_steps = 0;      // One-token passes.
+  int64_t row_steps = 0;         // Rows x decode_steps: what was computed, finished rows included.
+  int64_t useful_row_steps = 0;  // Of those, rows still generating (their token is kept).
+  int64_t prefill_tokens = 0;    // Prompt positions computed: rows x longest prompt (padding too).
+  int64_t kv_cache_bytes = 0;    // The KV cache the call allocated.
 };
 
-struct Sample {
-  std::vector<int> tokens;      // Completion tokens, stop token included if stopped.
-  std::vector<float> logprobs;  // log pi(token) under the unmodified policy (T=1, no top-k/p).
-  bool stopped = false;         // True if the last token is a stop token.
-};
-
-// One sampling decision over a vocabulary of `vocab` logits (float32, the
-// unmodified policy): greedy (first maximum) if options.greedy or
-// temperature <= 0; otherwise inverse-CDF sampling with the uniform draw u in
-// (0, 1) from softmax(logits / temperature), restricted to the top_k largest
-// (ties at the k-th value kept) and then to the smallest most-likely prefix
-// whose mass reaches top_p (in decreasing probability order, the first token
-// always kept). logprob is log softmax(logits)[token] at temperature 1 with no
-// truncation, what the learner recomputes. `scratch` is reused storage.
-struct TokenChoice {
-  int token = 0;
-  float logprob = 0;
-};
-TokenChoice ChooseToken(const float* logits, int vocab, double u, const SamplingOptions& options,
-                        std::vector<double>* scratch);
-
-// One completion per row. Rows of different prompt lengths are batched
-// (left-padded; see model.h), with a preallocated KV cache. Row r's result
-// depends only on (weights, *prompts[r], seeds[r], options), not on the other
-// rows: each row has its own RNG stream (a counter-based generator keyed by
-// seeds[r]; one uniform draw per step, inverse-CDF sampling). Prompts are
-// non-empty token ids in the vocabulary; seeds.size() == prompts.size().
-// Throws c10::Error on invalid arguments. Pointers are borrowed for the call.
+// One completion per row, as one static batch: rows of different prompt
+// lengths are batched (left-padded; see model.h) with a KV cache allocated
+// for the call, and every row is computed at every step until the last one
+// finishes. Row r's result depends only on (weights, *prompts[r], seeds[r],
+// options) (sampling.h: its own random stream). Prompts are non-empty token
+// ids in the vocabulary; seeds.size() == prompts.size(). Throws c10::Error
+// on invalid arguments. Pointers are borrowed for the call. `stats`
+// (nullable) receives what the call computed.
 std::vector<Sample> Generate(Transformer& model,
                              const std::vector<const std::vector<int>*>& prompts,
-                             const std::vector<uint64_t>& seeds, const SamplingOptions& options);
+                             const std::vector<uint64_t>& seeds, const SamplingOptions& options,
+                             GenerateStats* stats = nullptr);
+
+// Generate with options of its own for every row (options.size() ==
+// prompts.size()): rows of different sampling parameters or length caps in
+// one static batch (benchmarks force per-row lengths this way).
+std::vector<Sample> GenerateRows(Transformer& model,
+                                 const std::vector<const std::vector<int>*>& prompts,
+                                 const std::vector<uint64_t>& seeds,
+                                 const std::vector<SamplingOptions>& options,
+                                 GenerateStats* stats = nullptr);
 
 // Same contract and same results (up to float rounding) as Generate, but
 // without a KV cache: every step recomputes the whole prefix. For benchmarks

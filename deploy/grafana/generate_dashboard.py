@@ -209,8 +209,36 @@ def build():
                                  (f"sum(rate(rlvr_learner_groups_accepted_total{{{LEARNER}}}[{RATE}]))", "accepted")]))
     panels.append(timeseries(L, "Update duration", "Seconds per learner update.",
                              quantiles("rlvr_learner_step_seconds", LEARNER), unit="s"))
-    panels.append(timeseries(L, "Generation duration", "Seconds per actor generation batch.",
+    panels.append(timeseries(L, "Generation duration", "Seconds per actor generation batch "
+                             "(static) or group, first row admitted to sent (continuous).",
                              quantiles("rlvr_actor_generation_seconds", ACTOR), unit="s"))
+
+    panels.append(L.row("Generation engine"))
+    panels.append(timeseries(L, "Slot utilisation", "Useful row-steps over the row slots decode "
+                             "passes offered (continuous batching: actor.max_batch_rows per pass; "
+                             "static: the batch's rows, finished ones included).", [
+                                 (f"sum(rate(rlvr_actor_row_steps_total{{{ACTOR}}}[{RATE}])) / "
+                                  f"sum(rate(rlvr_actor_slot_steps_total{{{ACTOR}}}[{RATE}]))", "utilisation")],
+                             unit="percentunit", min_=0, max_=1))
+    panels.append(timeseries(L, "Rows running and waiting", "Rows holding a slot of the actors' "
+                             "engines, and rows of their groups waiting for a slot or KV room.", [
+                                 (f"sum(rlvr_actor_rows_running{{{ACTOR}}})", "running"),
+                                 (f"sum(rlvr_actor_rows_waiting{{{ACTOR}}})", "waiting")]))
+    panels.append(timeseries(L, "KV cache", "KV pool in use and its size over all actors; rows "
+                             "preempted for want of blocks per second.", [
+                                 (f"sum(rlvr_actor_kv_cache_used_bytes{{{ACTOR}}})", "used"),
+                                 (f"sum(rlvr_actor_kv_cache_capacity_bytes{{{ACTOR}}})", "capacity"),
+                                 (f"sum(rate(rlvr_actor_kv_cache_preemptions_total{{{ACTOR}}}[{RATE}]))",
+                                  "preemptions/s")], unit="bytes"))
+    panels.append(timeseries(L, "Prefill and decode time", "Fraction of actor wall time in prompt "
+                             "passes and in one-token decode passes (summed over actors).", [
+                                 (f"sum(rate(rlvr_actor_prefill_seconds_total{{{ACTOR}}}[{RATE}]))", "prefill"),
+                                 (f"sum(rate(rlvr_actor_decode_seconds_total{{{ACTOR}}}[{RATE}]))", "decode")],
+                             unit="percentunit", min_=0))
+    panels.append(timeseries(L, "Prompt positions", "Prompt positions computed per second, and "
+                             "those rows took from their group's one prefill instead.", [
+                                 (f"sum(rate(rlvr_actor_prefill_tokens_total{{{ACTOR}}}[{RATE}]))", "computed"),
+                                 (f"sum(rate(rlvr_actor_prefill_tokens_reused_total{{{ACTOR}}}[{RATE}]))", "reused")]))
 
     panels.append(L.row("Pipeline health"))
     panels.append(timeseries(L, "Rollout buffer fill", "Groups in the learner's buffer over its "
