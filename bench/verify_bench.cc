@@ -51,9 +51,9 @@ const Pair kPairs[] = {
 };
 
 std::string Reasoning(uint64_t* state) {
-  static const char* kWords[] = {"so",  "we",    "have", "the",   "sum",  "of",  "both",
-                                 "is",  "then",  "each", "term",  "gives", "and", "hence",
-                                 "let", "first", "note", "that",  "it",   "by",  "parts"};
+  static const char* kWords[] = {"so",  "we",    "have", "the",  "sum",   "of",  "both",
+                                 "is",  "then",  "each", "term", "gives", "and", "hence",
+                                 "let", "first", "note", "that", "it",    "by",  "parts"};
   std::string s = "Let me work through this step by step. ";
   while (s.size() < 600) {
     *state = rlvr::SplitMix64(*state);
@@ -78,8 +78,8 @@ std::string Generate(int lines) {
     const Pair& p = kPairs[i % n_pairs];
     state = rlvr::SplitMix64(state);
     const bool right = state % 2 == 0;
-    const std::string completion =
-        Reasoning(&state) + "Therefore the answer is $\\boxed{" + (right ? p.right : p.wrong) + "}$.";
+    const std::string completion = Reasoning(&state) + "Therefore the answer is $\\boxed{" +
+                                   (right ? p.right : p.wrong) + "}$.";
     nlohmann::json j = {{"completion", completion}, {"answer", p.reference}};
     out += j.dump() + "\n";
   }

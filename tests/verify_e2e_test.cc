@@ -88,10 +88,14 @@ TEST(VerifyEndToEndTest, VerifyCommandScoresJsonl) {
     std::ofstream f(input);
     f << R"({"completion": "So the answer is $\\boxed{\\frac{\\sqrt3}{2}}$.", "answer": "\\frac{\\sqrt{3}}{2}"})"
       << "\n"
-      << R"({"completion": "\\boxed{2x}", "answer": "x^2"})" << "\n"
-      << R"({"completion": "The answer is 0.5", "answer": "50\\%"})" << "\n"
-      << R"({"completion": "#### 72", "answer": 72, "verifier": "gsm8k"})" << "\n"
-      << R"({"completion": "\\boxed{(1,2)}", "answer": "[1,2]"})" << "\n";
+      << R"({"completion": "\\boxed{2x}", "answer": "x^2"})"
+      << "\n"
+      << R"({"completion": "The answer is 0.5", "answer": "50\\%"})"
+      << "\n"
+      << R"({"completion": "#### 72", "answer": 72, "verifier": "gsm8k"})"
+      << "\n"
+      << R"({"completion": "\\boxed{(1,2)}", "answer": "[1,2]"})"
+      << "\n";
   }
   const fs::path output = dir / "out.jsonl";
   const fs::path err = dir / "err.txt";
@@ -116,8 +120,10 @@ TEST(VerifyEndToEndTest, VerifyCommandScoresJsonl) {
 
   // stdin to stdout, a bad line in place, exit status 1.
   const fs::path bad = dir / "bad.jsonl";
-  std::ofstream(bad) << R"({"completion": "\\boxed{7}", "answer": "7"})" << "\n{oops\n"
-                     << R"({"completion": "\\boxed{8}", "answer": "7"})" << "\n";
+  std::ofstream(bad) << R"({"completion": "\\boxed{7}", "answer": "7"})"
+                     << "\n{oops\n"
+                     << R"({"completion": "\\boxed{8}", "answer": "7"})"
+                     << "\n";
   const fs::path out2 = dir / "out2.jsonl";
   EXPECT_EQ(Shell(std::string(bin) + " verify --verifier boxed < " + bad.string() + " > " +
                   out2.string() + " 2> " + err.string()),
