@@ -391,13 +391,15 @@ TEST_F(FrontDoorTest, EndedStreamsAreReleasedOnceAfterTheBurst) {
   FrontDoorParams p;
   p.hello_timeout_s = 5;
   p.release_after_streams = 8;
+  p.max_awaiting_hello_per_peer = 2;
   Start(p);
   {
     std::vector<std::unique_ptr<AsyncSession>> burst;
     for (int i = 0; i < 10; ++i) {
       burst.push_back(std::make_unique<AsyncSession>(stub_.get(), 1, /*send_hello=*/i < 2));
     }
-    // 4 held (2 sessions, 2 awaiting Hello), 6 refused at once.
+    // 4 held (2 sessions, 2 awaiting Hello: the address's share), 6 refused
+    // at once.
     ASSERT_TRUE(WaitLiveStreams(4, 5)) << service_->live_streams();
     ASSERT_TRUE(burst[0]->WaitFor(5, [&] { return burst[0]->welcome_.has_value(); }));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "common/metrics/phase.h"
 #include "common/net/auth.h"
 #include "prometheus/registry.h"
 
@@ -18,7 +20,7 @@ namespace {
 
 // One owner per metric family: everything a learner process registers (its
 // LearnerMetrics, the UpdateMetrics inside it that the Trainer records into,
-// the auth counter) goes into a registry that throws on a second
+// the auth counter, RunLearner's phase gauge) goes into a registry that throws on a second
 // registration of a name, and every learner name of the metrics contract is
 // there with one help text.
 TEST(LearnerMetricsTest, OneOwnerPerFamily) {
@@ -27,6 +29,11 @@ TEST(LearnerMetricsTest, OneOwnerPerFamily) {
   std::unique_ptr<LearnerMetrics> metrics;
   ASSERT_NO_THROW(metrics = std::make_unique<LearnerMetrics>(registry));
   ASSERT_NO_THROW(TokenChecker("token", registry.get(), "learner"));
+  std::unique_ptr<PhaseGauge> phase;
+  ASSERT_NO_THROW(phase = std::make_unique<PhaseGauge>(
+                      *registry, "rlvr_learner_phase", kLearnerPhaseHelp,
+                      std::vector<std::string>(std::begin(kLearnerPhases),
+                                               std::end(kLearnerPhases))));
   // A second owner of any learner family is refused.
   EXPECT_ANY_THROW(UpdateMetrics again(*registry));
 

@@ -78,7 +78,10 @@ TEST(LoadTest, ManySessionsNoInvalidAcceptedMemoryBoundedLearnerHealthy) {
            "30,"
            " max_policy_lag: 4, checkpoint_every: 0, threads: 1, max_sessions: "
         << sessions + 16
-        << "}\n"
+        // Every session comes from 127.0.0.1 and opens at once: the address's
+        // share of streams awaiting Hello must hold them all.
+        << ", max_awaiting_hello: " << sessions + 16
+        << ", max_awaiting_hello_per_peer: " << sessions + 16 << "}\n"
            "eval: {every: 0, prompts: 4}\n";
   }
   // The learner as a child process (stdout+stderr to learner.log).
