@@ -30,10 +30,10 @@ TEST(LearnerMetricsTest, OneOwnerPerFamily) {
   ASSERT_NO_THROW(metrics = std::make_unique<LearnerMetrics>(registry));
   ASSERT_NO_THROW(TokenChecker("token", registry.get(), "learner"));
   std::unique_ptr<PhaseGauge> phase;
-  ASSERT_NO_THROW(phase = std::make_unique<PhaseGauge>(
-                      *registry, "rlvr_learner_phase", kLearnerPhaseHelp,
-                      std::vector<std::string>(std::begin(kLearnerPhases),
-                                               std::end(kLearnerPhases))));
+  ASSERT_NO_THROW(
+      phase = std::make_unique<PhaseGauge>(
+          *registry, "rlvr_learner_phase", kLearnerPhaseHelp,
+          std::vector<std::string>(std::begin(kLearnerPhases), std::end(kLearnerPhases))));
   // A second owner of any learner family is refused.
   EXPECT_ANY_THROW(UpdateMetrics again(*registry));
 

@@ -81,7 +81,8 @@ TEST(LoadTest, ManySessionsNoInvalidAcceptedMemoryBoundedLearnerHealthy) {
         // Every session comes from 127.0.0.1 and opens at once: the address's
         // share of streams awaiting Hello must hold them all.
         << ", max_awaiting_hello: " << sessions + 16
-        << ", max_awaiting_hello_per_peer: " << sessions + 16 << "}\n"
+        << ", max_awaiting_hello_per_peer: " << sessions + 16
+        << "}\n"
            "eval: {every: 0, prompts: 4}\n";
   }
   // The learner as a child process (stdout+stderr to learner.log).
