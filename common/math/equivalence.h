@@ -1,5 +1,5 @@
 // Mathematical equivalence of two parsed answers (common/math/parser.h): the
-// rules are documented in docs/tasks.md ("The math verifier"). In short:
+// rules are documented in docs/math-verifier.md ("The math verifier"). In short:
 //  - numbers: exact rational equality when both sides are rational; a decimal
 //    against an exact value (1/3 vs 0.3333333), or anything irrational (pi,
 //    sqrt 2), numerically with `relative_tolerance` (decimals) or

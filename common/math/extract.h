@@ -1,5 +1,5 @@
 // Finding the final answer in a completion, and the answer in a reference,
-// for the math verifier (docs/tasks.md, "The math verifier").
+// for the math verifier (docs/math-verifier.md).
 //
 // Completion: only the text after the last "</think>" when there is one;
 // fenced code blocks (``` ... ```, except ```latex / ```tex / ```math) and

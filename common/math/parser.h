@@ -1,5 +1,5 @@
 // The answer parser: LaTeX and plain-text math to an expression tree
-// (common/math/expr.h). The grammar is documented in docs/tasks.md ("The math
+// (common/math/expr.h). The grammar is documented in docs/math-verifier.md ("The math
 // verifier"); in short:
 //
 //   answer   := item (sep item)*            sep: , ; "and" "or" \text{and}

@@ -4,7 +4,7 @@
 // spellings that must match, near misses that must not), the traps of
 // string-matching verifiers, and the work budget. Rows marked "MV:" differ
 // from what Hugging Face Math-Verify's tests (tests/test_all.py) expect for
-// the same pair; docs/tasks.md gives the reasons.
+// the same pair; docs/math-verifier.md gives the reasons.
 #include "common/tasks/math_verifier.h"
 
 #include <gtest/gtest.h>
