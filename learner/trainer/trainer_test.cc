@@ -24,6 +24,7 @@
 #include "learner/core/estimator_registry.h"
 #include "learner/diagnostics/update_metrics.h"
 #include "learner/trainer/checkpointer.h"
+#include "learner/trainer/trainer_test_data.h"
 #include "learner/trainer/trainer_testing.h"
 #include "prometheus/registry.h"
 
@@ -32,7 +33,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxNewTokens = 6;
+using testing::FlatParams;
+constexpr int kMaxNewTokens = testing::kTestMaxNewTokens;
+
+std::vector<Group> MakeGroups(int n, uint64_t seed) { return testing::MakeTestGroups(n, seed); }
 
 TrainerOptions SmallOptions() {
   TrainerOptions o;
@@ -52,40 +56,6 @@ TrainerOptions SmallOptions() {
   o.max_new_tokens = kMaxNewTokens;
   o.total_updates = 10;
   return o;
-}
-
-// `n` groups of 4 rollouts with mixed rewards (one all-zero group to be
-// dropped), deterministic in `seed`.
-std::vector<Group> MakeGroups(int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const int bos = MakeCharTokenizer()->bos_id();
-  std::vector<Group> groups;
-  for (int i = 0; i < n; ++i) {
-    Group g;
-    g.prompt_id = absl::StrCat("p", seed, "_", i);
-    g.prompt_index = i;
-    g.prompt.push_back(bos);
-    for (int t = uniform(2, 5); t > 0; --t) g.prompt.push_back(uniform(10, 60));
-    for (int r = 0; r < 4; ++r) {
-      Rollout ro;
-      for (int t = uniform(1, kMaxNewTokens); t > 0; --t) {
-        ro.tokens.push_back(uniform(10, 60));
-        ro.behaviour_logprobs.push_back(-1.0f - 0.1f * uniform(0, 20));
-      }
-      ro.reward = i == 0 ? 0.0 : static_cast<double>((r + i) % 3 == 0);
-      g.rollouts.push_back(std::move(ro));
-    }
-    groups.push_back(std::move(g));
-  }
-  return groups;
-}
-
-torch::Tensor FlatParams(policy::Transformer& model) {
-  std::vector<torch::Tensor> pieces;
-  for (const auto& p : model->parameters())
-    pieces.push_back(p.detach().reshape(-1).to(torch::kFloat64));
-  return torch::cat(pieces);
 }
 
 double RelativeDiff(const torch::Tensor& a, const torch::Tensor& b) {
