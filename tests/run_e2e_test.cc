@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using rlvr::testing::JsonLines;
 using rlvr::testing::Shell;
 using rlvr::testing::Slurp;
 
@@ -43,19 +44,6 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
         std::stoi(name) != getpid()) {
       out.push_back(std::stoi(name));
     }
-  }
-  return out;
-}
-
-std::vector<nlohmann::json> Metrics(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << "malformed metrics line: " << line;
-    if (!j.is_discarded()) out.push_back(j);
   }
   return out;
 }
@@ -133,7 +121,7 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
     EXPECT_TRUE(fs::exists(run_dir / f)) << f;
   }
   EXPECT_TRUE(fs::exists(dir / "base.rlvrw"));  // Pretrained because it was missing.
-  std::vector<nlohmann::json> m = Metrics(run_dir / "metrics.jsonl");
+  std::vector<nlohmann::json> m = JsonLines(run_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 10u);
   for (size_t i = 0; i < m.size(); ++i) {
     EXPECT_EQ(m[i]["step"].get<int>(), static_cast<int>(i) + 1);
@@ -221,7 +209,7 @@ TEST(RunEndToEndTest, TrainsEvaluatesCleansUpAndResumes) {
                   " --set run.total_updates=13 > " + out2 + " 2>&1"),
             0)
       << Slurp(out2);
-  m = Metrics(run_dir / "metrics.jsonl");
+  m = JsonLines(run_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 13u) << Slurp(out2);
   EXPECT_EQ(m[10]["step"].get<int>(), 11);
   EXPECT_EQ(m[12]["step"].get<int>(), 13);
@@ -265,7 +253,7 @@ TEST(RunEndToEndTest, EvaluationsCanBeSizedOrSkipped) {
       << Slurp(out1);
   const fs::path off = dir / "runs" / "off";
   EXPECT_FALSE(fs::exists(off / "base_eval.json"));
-  std::vector<nlohmann::json> m = Metrics(off / "metrics.jsonl");
+  std::vector<nlohmann::json> m = JsonLines(off / "metrics.jsonl");
   ASSERT_EQ(m.size(), 4u);
   for (const nlohmann::json& line : m) EXPECT_FALSE(line.contains("heldout_accuracy")) << line;
   EXPECT_NE(Slurp(out1).find("base policy not evaluated (eval.base_prompts: 0)"), std::string::npos)
@@ -290,7 +278,7 @@ TEST(RunEndToEndTest, EvaluationsCanBeSizedOrSkipped) {
   EXPECT_NE(Slurp(out2).find("evaluating the base policy on 12 held-out prompts (greedy + pass@2"),
             std::string::npos)
       << Slurp(out2);
-  m = Metrics(sized / "metrics.jsonl");
+  m = JsonLines(sized / "metrics.jsonl");
   ASSERT_EQ(m.size(), 4u);
   for (size_t i = 0; i + 1 < m.size(); ++i) EXPECT_FALSE(m[i].contains("heldout_accuracy"));
   EXPECT_TRUE(m.back().contains("heldout_accuracy")) << m.back();
@@ -331,13 +319,13 @@ TEST(RunEndToEndTest, Gsm8kTinyConfigTrainsAndResumes) {
   std::string out1 = (dir / "first.out").string();
   ASSERT_EQ(Shell(command + " --set run.total_updates=4 > " + out1 + " 2>&1"), 0)
       << Slurp(out1) << Slurp(run_dir / "logs" / "learner.log");
-  std::vector<nlohmann::json> m = Metrics(run_dir / "metrics.jsonl");
+  std::vector<nlohmann::json> m = JsonLines(run_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 4u) << Slurp(out1);
   EXPECT_TRUE(m[1].contains("heldout_accuracy"));
 
   std::string out2 = (dir / "second.out").string();
   ASSERT_EQ(Shell(command + " --set run.total_updates=6 > " + out2 + " 2>&1"), 0) << Slurp(out2);
-  m = Metrics(run_dir / "metrics.jsonl");
+  m = JsonLines(run_dir / "metrics.jsonl");
   ASSERT_EQ(m.size(), 6u) << Slurp(out2);
   EXPECT_EQ(m[4]["step"].get<int>(), 5);
   EXPECT_NE(Slurp(run_dir / "logs" / "learner.log").find("resum"), std::string::npos);
@@ -346,7 +334,7 @@ TEST(RunEndToEndTest, Gsm8kTinyConfigTrainsAndResumes) {
   // the cursor's prompt index still names the same JSONL line ("train-<i>"
   // is line i+1 of data/gsm8k-tiny/train.jsonl; none is too long here).
   std::set<std::pair<int, int>> slots;
-  std::vector<nlohmann::json> ledger = Metrics(run_dir / "ledger.jsonl");
+  std::vector<nlohmann::json> ledger = JsonLines(run_dir / "ledger.jsonl");
   EXPECT_EQ(ledger.size(), 6u * 4u);
   for (const nlohmann::json& line : ledger) {
     EXPECT_TRUE(slots.insert({line["epoch"].get<int>(), line["position"].get<int>()}).second)
@@ -428,7 +416,7 @@ TEST(RunEndToEndTest, TwoLearnerRanksTrainTheSameParametersAsOne) {
                     " --set run.learner_ranks=" + std::to_string(ranks) + " > " + out + " 2>&1"),
               0)
         << Slurp(out);
-    EXPECT_EQ(Metrics(dir / "runs" / name / "metrics.jsonl").size(), 6u) << name;
+    EXPECT_EQ(JsonLines(dir / "runs" / name / "metrics.jsonl").size(), 6u) << name;
   }
   // Both layouts really ran: rank 1 logged its own training.
   EXPECT_TRUE(fs::exists(dir / "runs" / "ranks2" / "logs" / "learner-1.log"));

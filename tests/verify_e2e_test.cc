@@ -17,21 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using rlvr::testing::JsonLines;
 using rlvr::testing::Shell;
 using rlvr::testing::Slurp;
-
-std::vector<nlohmann::json> JsonLines(const fs::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << "malformed line: " << line;
-    if (!j.is_discarded()) out.push_back(j);
-  }
-  return out;
-}
 
 // configs/math-tiny.yaml, shrunk by overrides: pretraining, actors scoring
 // with the math verifier, updates and a held-out evaluation.
