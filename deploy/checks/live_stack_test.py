@@ -60,7 +60,8 @@ MAY_BE_EMPTY = {"rlvr_learner_groups_rejected_total", "rlvr_learner_groups_dropp
 TINY_CONFIG = """\
 model: {d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_seq_len: 24}
 task: {train_size: 400, heldout_size: 40}
-pretrain: {steps: 20, batch_size: 16}
+# Pretraining lasts a few seconds, so that its /metrics is scraped while it runs.
+pretrain: {steps: 600, batch_size: 16}
 sampling: {max_new_tokens: 4}
 # The fast actor holds at most one update's worth of leases (groups_per_update),
 # so that the staleness phase's slowed actors get leases too.
@@ -375,7 +376,7 @@ class ManifestLearner:
                     phases.add(m.group(1))
             except OSError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.05)
         if p.poll() is None:
             p.kill()
         out = p.communicate()[0]
